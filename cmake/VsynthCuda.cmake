@@ -1,0 +1,18 @@
+# CUDA is a language of the build when nvcc is found (AUTO), required (ON) or skipped (OFF).
+set(VSYNTH_HAVE_CUDA OFF)
+if(NOT VSYNTH_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(VSYNTH_HAVE_CUDA ON)
+  elseif(VSYNTH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "VSYNTH_CUDA=ON but no CUDA compiler (nvcc) was found; "
+                        "install the CUDA toolkit or configure with -DVSYNTH_CUDA=OFF|AUTO")
+  endif()
+endif()
+message(STATUS "vsynth: CUDA backend ${VSYNTH_HAVE_CUDA} (VSYNTH_CUDA=${VSYNTH_CUDA})")

@@ -1,0 +1,22 @@
+# Every dependency comes from Debian packages (scripts/setup.sh installs them).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(TBB REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(fmt REQUIRED)
+pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)
+pkg_check_modules(TREE_SITTER REQUIRED IMPORTED_TARGET tree-sitter)
+
+find_path(HNSWLIB_INCLUDE_DIR hnswlib/hnswlib.h REQUIRED)
+add_library(vsynth_hnswlib INTERFACE)
+target_include_directories(vsynth_hnswlib SYSTEM INTERFACE ${HNSWLIB_INCLUDE_DIR})
+
+if(VSYNTH_TESTS)
+  find_package(Catch2 2 REQUIRED)
+  include(Catch)
+endif()
+if(VSYNTH_BENCH)
+  find_package(benchmark QUIET)
+endif()

@@ -1,0 +1,23 @@
+# Compiler flags shared by every vsynth target: warnings (as errors by default) and sanitizers.
+add_library(vsynth_options INTERFACE)
+target_compile_options(vsynth_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+                            -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual
+                            -Wnull-dereference -Wformat=2>)
+if(VSYNTH_WERROR)
+  target_compile_options(vsynth_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+endif()
+if(VSYNTH_SANITIZE)
+  target_compile_options(vsynth_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${VSYNTH_SANITIZE} -fno-omit-frame-pointer
+                              -fno-sanitize-recover=all>)
+  target_link_options(vsynth_options INTERFACE -fsanitize=${VSYNTH_SANITIZE})
+endif()
+target_include_directories(vsynth_options INTERFACE ${PROJECT_SOURCE_DIR})
+
+# vsynth_library(name SOURCES ...): a static library with the project's flags.
+function(vsynth_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_link_libraries(${name} PUBLIC vsynth_options)
+endfunction()

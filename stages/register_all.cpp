@@ -1,0 +1,1 @@
+// Placeholder until graph/registry.h lands; replaced in the foundation commit.

@@ -1,1 +1,0 @@
-// placeholder: removed once kernels/ has sources

@@ -1,0 +1,90 @@
+#include "kernels/cpu/cpu_path.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "kernels/cpu/cpu_path_internal.h"
+#include "kernels/quant/quant_error.h"
+
+namespace vsynth::kernels {
+
+namespace {
+
+bool cpu_has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
+bool avx2_usable() {
+  static const bool usable = detail::avx2_kernels() != nullptr && cpu_has_avx2();
+  return usable;
+}
+
+// -1: not chosen yet; otherwise a CpuPath value.
+std::atomic<int> g_path{-1};
+std::once_flag g_init;
+
+}  // namespace
+
+std::string_view to_string(CpuPath p) {
+  return p == CpuPath::Avx2 ? "avx2" : "scalar";
+}
+
+bool cpu_path_available(CpuPath p) {
+  return p == CpuPath::Scalar || avx2_usable();
+}
+
+CpuPath choose_cpu_path(std::string_view env_value, bool avx2_available) {
+  if (env_value.empty() || env_value == "auto") {
+    return avx2_available ? CpuPath::Avx2 : CpuPath::Scalar;
+  }
+  if (env_value == "scalar") return CpuPath::Scalar;
+  if (env_value == "avx2") {
+    if (!avx2_available) {
+      throw QuantError(
+          "VSYNTH_CPU=avx2 but this CPU (or build) has no AVX2+FMA+F16C; use VSYNTH_CPU=scalar "
+          "or auto");
+    }
+    return CpuPath::Avx2;
+  }
+  throw QuantError("VSYNTH_CPU='" + std::string(env_value) +
+                   "' is not a CPU path; valid values: auto, scalar, avx2");
+}
+
+CpuPath active_cpu_path() {
+  int p = g_path.load(std::memory_order_acquire);
+  if (p >= 0) return static_cast<CpuPath>(p);
+  std::call_once(g_init, [] {
+    if (g_path.load(std::memory_order_acquire) >= 0) return;  // set_cpu_path came first
+    const char* env = std::getenv("VSYNTH_CPU");
+    const CpuPath chosen = choose_cpu_path(env ? env : "", avx2_usable());
+    g_path.store(static_cast<int>(chosen), std::memory_order_release);
+  });
+  return static_cast<CpuPath>(g_path.load(std::memory_order_acquire));
+}
+
+void set_cpu_path(CpuPath p) {
+  if (!cpu_path_available(p)) {
+    throw QuantError("CPU path " + std::string(to_string(p)) +
+                     " is not available on this CPU or build");
+  }
+  g_path.store(static_cast<int>(p), std::memory_order_release);
+}
+
+const detail::KernelTable& detail::kernels_for(CpuPath p) {
+  if (p == CpuPath::Avx2 && avx2_usable()) return *avx2_kernels();
+  return scalar_kernels();
+}
+
+const detail::KernelTable& detail::active_kernels() {
+  return kernels_for(active_cpu_path());
+}
+
+}  // namespace vsynth::kernels

@@ -1,0 +1,258 @@
+#include "kernels/cpu/matvec.h"
+
+#include <tbb/blocked_range2d.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "kernels/cpu/cpu_path_internal.h"
+#include "kernels/quant/quant_error.h"
+#include "kernels/quant/quantize.h"
+
+namespace vsynth::kernels {
+
+namespace {
+
+using detail::ActFormat;
+using detail::DotFn;
+using detail::KernelTable;
+
+// Smallest amount of weight data one task streams: ~20 us at the ~10 GB/s one core reads from
+// DRAM, so TBB's per-task cost (a few us) stays small. Smaller problems run on the caller alone.
+constexpr size_t kMinTaskBytes = 192 * 1024;
+
+// matmul tiles: rows whose weights fit in ~64 KiB (L2-resident while every token group of the
+// tile passes over them) by up to 64 tokens (their activations, <= 150 KiB for k = 2048, also
+// stay in L2).
+constexpr size_t kTileWeightBytes = 64 * 1024;
+constexpr int64_t kTileTokens = 64;
+
+std::string label(const WeightView& w) {
+  return w.name.empty() ? std::string("weight") : "tensor '" + std::string(w.name) + "'";
+}
+
+std::string type_name(DType t) {
+  const auto info = dtype_info(t);
+  return info ? std::string(info->name) : "type id " + std::to_string(static_cast<uint32_t>(t));
+}
+
+// Activation storage for one call: on the stack when small (decode), else on the heap. Not a
+// thread_local, because a TBB worker waiting inside parallel_for may run another matvec.
+class ActBuffer {
+ public:
+  explicit ActBuffer(size_t bytes) {
+    if (bytes > sizeof(inline_)) {
+      heap_.reset(new std::byte[bytes]);
+      ptr_ = heap_.get();
+    } else {
+      ptr_ = inline_;
+    }
+  }
+  std::byte* data() { return ptr_; }
+
+ private:
+  alignas(64) std::byte inline_[16 * 1024];
+  std::unique_ptr<std::byte[]> heap_;
+  std::byte* ptr_;
+};
+
+int concurrency() {
+  return std::max(1, tbb::this_task_arena::max_concurrency());
+}
+
+// Quantizes n rows of k floats (stride k) into the activation format; rows act_bytes apart.
+void quantize_acts(const KernelTable& kt, ActFormat f, const float* X, int64_t n, int64_t k,
+                   std::byte* out, size_t act_bytes) {
+  const auto one = [&](int64_t t) {
+    if (f == ActFormat::Q8A32) {
+      kt.quantize_a32(X + t * k, k, out + static_cast<size_t>(t) * act_bytes);
+    } else {
+      kt.quantize_a256(X + t * k, k, out + static_cast<size_t>(t) * act_bytes);
+    }
+  };
+  // Quantizing reads 4 bytes per element: split when there is >= ~1 MB of it.
+  if (n * k < 256 * 1024 || concurrency() == 1) {
+    for (int64_t t = 0; t < n; ++t) one(t);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t t = r.begin(); t < r.end(); ++t) one(t);
+  });
+}
+
+}  // namespace
+
+WeightView make_weight_view(DType type, int64_t rows, int64_t cols, const void* data,
+                            std::string_view name) {
+  WeightView w;
+  w.type = type;
+  w.rows = rows;
+  w.cols = cols;
+  w.data = data;
+  w.row_bytes = row_size(type, cols);
+  w.name = name;
+  return w;
+}
+
+void validate_weight_view(const WeightView& w) {
+  if (!quant_supported(w.type)) {
+    throw QuantError(label(w) + " has element type " + type_name(w.type) +
+                     ", which the CPU kernels do not support (supported: f32, f16, bf16, q4_0, "
+                     "q5_0, q8_0, q4_K, q5_K, q6_K)");
+  }
+  const int64_t be = quant_block_elems(w.type);
+  if (w.rows < 0 || w.cols <= 0 || w.cols % be != 0) {
+    throw QuantError(label(w) + " (" + type_name(w.type) + ") has shape rows=" +
+                     std::to_string(w.rows) + " cols=" + std::to_string(w.cols) +
+                     "; rows must be >= 0 and cols a positive multiple of " + std::to_string(be));
+  }
+  const size_t need = row_size(w.type, w.cols);
+  if (w.row_bytes < need) {
+    throw QuantError(label(w) + " has row_bytes=" + std::to_string(w.row_bytes) + " but a " +
+                     type_name(w.type) + " row of " + std::to_string(w.cols) + " elements needs " +
+                     std::to_string(need));
+  }
+  if (w.rows > 0 && w.data == nullptr) throw QuantError(label(w) + " has no data (null pointer)");
+  const size_t align = w.type == DType::F32 ? 4 : 2;
+  if (reinterpret_cast<uintptr_t>(w.data) % align != 0 || w.row_bytes % align != 0) {
+    throw QuantError(label(w) + " data or row stride is not " + std::to_string(align) +
+                     "-byte aligned (" + type_name(w.type) + " rows must be)");
+  }
+}
+
+void matvec(const WeightView& w, const float* x, float* y) {
+  validate_weight_view(w);
+  if (w.rows == 0) return;
+  if (x == nullptr || y == nullptr) throw QuantError("matvec on " + label(w) + ": null x or y");
+  const KernelTable& kt = detail::active_kernels();
+  const DotFn dot = detail::dot_for(kt, w.type);
+  const ActFormat f = detail::act_format(w.type);
+  const int64_t k = w.cols;
+
+  ActBuffer buf(f == ActFormat::F32 ? 0 : detail::act_row_bytes(f, k));
+  const void* act = x;
+  if (f != ActFormat::F32) {
+    quantize_acts(kt, f, x, 1, k, buf.data(), 0);
+    act = buf.data();
+  }
+
+  const auto* base = static_cast<const std::byte*>(w.data);
+  const auto run_rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      dot(k, base + static_cast<size_t>(r) * w.row_bytes, act, 0, 1, y + r);
+    }
+  };
+
+  // Equal chunks of >= kMinTaskBytes each, up to 4 per thread so a thread slowed by other load
+  // on the machine does not hold everyone up.
+  const size_t total = static_cast<size_t>(w.rows) * w.row_bytes;
+  const int64_t max_chunks = 4 * static_cast<int64_t>(concurrency());
+  const int64_t chunks =
+      std::min<int64_t>({max_chunks, w.rows, static_cast<int64_t>(total / kMinTaskBytes)});
+  if (chunks <= 1) {
+    run_rows(0, w.rows);
+    return;
+  }
+  const int64_t per = (w.rows + chunks - 1) / chunks;
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, chunks, 1),
+      [&](const tbb::blocked_range<int64_t>& cr) {
+        for (int64_t c = cr.begin(); c < cr.end(); ++c) {
+          run_rows(c * per, std::min(w.rows, (c + 1) * per));
+        }
+      },
+      tbb::simple_partitioner());
+}
+
+void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
+  validate_weight_view(w);
+  if (n < 0) throw QuantError("matmul on " + label(w) + ": negative token count");
+  if (n == 0 || w.rows == 0) return;
+  if (X == nullptr || Y == nullptr) throw QuantError("matmul on " + label(w) + ": null X or Y");
+  if (n == 1) {
+    matvec(w, X, Y);
+    return;
+  }
+  const KernelTable& kt = detail::active_kernels();
+  const DotFn dot = detail::dot_for(kt, w.type);
+  const ActFormat f = detail::act_format(w.type);
+  const int64_t k = w.cols;
+
+  // Quantize every token's input once.
+  const size_t act_bytes = detail::act_row_bytes(f, k);
+  std::unique_ptr<std::byte[]> qbuf;
+  const std::byte* act = reinterpret_cast<const std::byte*>(X);
+  if (f != ActFormat::F32) {
+    qbuf.reset(new std::byte[act_bytes * static_cast<size_t>(n)]);
+    quantize_acts(kt, f, X, n, k, qbuf.get(), act_bytes);
+    act = qbuf.get();
+  }
+
+  // Tile sizes: row blocks of ~kTileWeightBytes, but big enough that a tile streams at least
+  // kMinTaskBytes of weight passes (one pass per group of kMaxCols tokens).
+  const int64_t groups = (std::min(n, kTileTokens) + detail::kMaxCols - 1) / detail::kMaxCols;
+  const int64_t rows_l2 = static_cast<int64_t>(kTileWeightBytes / w.row_bytes);
+  const int64_t rows_work =
+      static_cast<int64_t>(kMinTaskBytes / (w.row_bytes * static_cast<size_t>(groups)));
+  const int64_t row_block = std::clamp<int64_t>(std::max(rows_l2, rows_work), 1, w.rows);
+
+  const auto* base = static_cast<const std::byte*>(w.data);
+  const auto tile = [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
+    float out[detail::kMaxCols];
+    for (int64_t t = t0; t < t1; t += detail::kMaxCols) {
+      const int cols = static_cast<int>(std::min<int64_t>(detail::kMaxCols, t1 - t));
+      const std::byte* a = act + static_cast<size_t>(t) * act_bytes;
+      for (int64_t r = r0; r < r1; ++r) {
+        dot(k, base + static_cast<size_t>(r) * w.row_bytes, a, act_bytes, cols, out);
+        for (int c = 0; c < cols; ++c) Y[(t + c) * w.rows + r] = out[c];
+      }
+    }
+  };
+
+  const int64_t tiles =
+      ((w.rows + row_block - 1) / row_block) * ((n + kTileTokens - 1) / kTileTokens);
+  if (tiles <= 1 || concurrency() == 1) {
+    tile(0, w.rows, 0, n);
+    return;
+  }
+  tbb::parallel_for(
+      tbb::blocked_range2d<int64_t>(0, w.rows, row_block, 0, n, kTileTokens),
+      [&](const tbb::blocked_range2d<int64_t>& r) {
+        tile(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
+      },
+      tbb::simple_partitioner());
+}
+
+void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out) {
+  validate_weight_view(w);
+  if (n < 0) throw QuantError("get_rows on " + label(w) + ": negative count");
+  if (n == 0) return;
+  if (ids == nullptr || out == nullptr) {
+    throw QuantError("get_rows on " + label(w) + ": null ids or out");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= w.rows) {
+      throw QuantError("get_rows on " + label(w) + ": id " + std::to_string(ids[i]) +
+                       " at position " + std::to_string(i) + " is outside [0, " +
+                       std::to_string(w.rows) + ")");
+    }
+  }
+  const auto* base = static_cast<const std::byte*>(w.data);
+  const KernelTable& kt = detail::active_kernels();
+  for (int64_t i = 0; i < n; ++i) {
+    const std::byte* row = base + static_cast<size_t>(ids[i]) * w.row_bytes;
+    float* dst = out + i * w.cols;
+    if (w.type == DType::F16) {
+      kt.f16_to_f32(reinterpret_cast<const uint16_t*>(row), dst, w.cols);
+    } else {
+      dequantize_row(w.type, row, dst, w.cols);
+    }
+  }
+}
+
+}  // namespace vsynth::kernels

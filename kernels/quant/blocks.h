@@ -1,0 +1,115 @@
+// Quantized block layouts, byte for byte as GGUF stores them (ggml's block_q*), plus the two
+// activation block formats our dot products quantize their input vectors into.
+//
+// Every scale marked fp16 holds IEEE half bits (see kernels/quant/fp16.h). Blocks have no padding
+// (alignment 2 at most), so a row of n elements is n / kElems blocks packed back to back; GGUF
+// rows are always 2-byte aligned. The value each element decodes to is written next to each
+// struct; kernels/quant/quantize.cpp holds the reference decoders.
+//
+// These structs hold plain data and no functions on purpose: the AVX2 translation unit includes
+// this header, and an inline function compiled there could be picked by the linker for scalar
+// code (one-definition rule), which would then fault on a CPU without AVX2.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vsynth::kernels {
+
+inline constexpr int kQK32 = 32;  // elements per block of the *_0 types
+inline constexpr int kQKK = 256;  // elements per super-block of the K-quants
+
+// Q4_0, 32 elements: x[i] = d * (q[i] - 8), q in 0..15.
+// Byte qs[j] holds element j in its low nibble and element j + 16 in its high nibble.
+struct BlockQ4_0 {
+  uint16_t d;  // fp16 scale
+  uint8_t qs[16];
+};
+
+// Q5_0, 32 elements: x[i] = d * (q[i] - 16), q in 0..31. Low 4 bits as in Q4_0 (element j low
+// nibble, j + 16 high nibble of qs[j]); the fifth bit of element i is bit i of qh read as a
+// little-endian uint32.
+struct BlockQ5_0 {
+  uint16_t d;  // fp16 scale
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+
+// Q8_0, 32 elements: x[i] = d * qs[i].
+struct BlockQ8_0 {
+  uint16_t d;  // fp16 scale
+  int8_t qs[32];
+};
+
+// Q4_K, 256 elements in 8 sub-blocks of 32: x = d * sc[s] * q - dmin * m[s], q in 0..15,
+// sc and m 6-bit. scales[12] packs the 8 (sc, m) pairs: for s < 4, sc = scales[s] & 63 and
+// m = scales[s + 4] & 63; for s >= 4, sc = (scales[s + 4] & 15) | (scales[s - 4] >> 6) << 4 and
+// m = (scales[s + 4] >> 4) | (scales[s] >> 6) << 4. Each 64-element chunk c uses
+// qs[32c .. 32c + 32): low nibbles are sub-block 2c, high nibbles sub-block 2c + 1.
+struct BlockQ4_K {
+  uint16_t d;     // fp16 super-scale of the 6-bit scales
+  uint16_t dmin;  // fp16 super-scale of the 6-bit mins
+  uint8_t scales[12];
+  uint8_t qs[128];
+};
+
+// Q5_K: Q4_K plus a fifth bit, q in 0..31. Element 64c + l (l < 32) takes bit 2c of qh[l];
+// element 64c + 32 + l takes bit 2c + 1 of qh[l].
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];
+  uint8_t qs[128];
+};
+
+// Q6_K, 256 elements in 16 sub-blocks of 16: x = d * scales[s] * (q - 32), q in 0..63.
+// Per 128-element half h (ql += 64h, qh += 32h, scales += 8h), for l in 0..31:
+//   element l      = ql[l] & 15       | (qh[l] >> 0 & 3) << 4,  scale index l/16 + 0
+//   element l + 32 = ql[l + 32] & 15  | (qh[l] >> 2 & 3) << 4,  scale index l/16 + 2
+//   element l + 64 = ql[l] >> 4       | (qh[l] >> 4 & 3) << 4,  scale index l/16 + 4
+//   element l + 96 = ql[l + 32] >> 4  | (qh[l] >> 6 & 3) << 4,  scale index l/16 + 6
+struct BlockQ6_K {
+  uint8_t ql[128];
+  uint8_t qh[64];
+  int8_t scales[16];
+  uint16_t d;  // fp16 super-scale, last in the block
+};
+
+static_assert(sizeof(BlockQ4_0) == 18 && alignof(BlockQ4_0) == 2);
+static_assert(sizeof(BlockQ5_0) == 22 && alignof(BlockQ5_0) == 2);
+static_assert(sizeof(BlockQ8_0) == 34 && alignof(BlockQ8_0) == 2);
+static_assert(sizeof(BlockQ4_K) == 144 && alignof(BlockQ4_K) == 2);
+static_assert(sizeof(BlockQ5_K) == 176 && alignof(BlockQ5_K) == 2);
+static_assert(sizeof(BlockQ6_K) == 210 && alignof(BlockQ6_K) == 2);
+static_assert(offsetof(BlockQ6_K, d) == 208);
+static_assert(offsetof(BlockQ5_K, qs) == 48);
+
+// ---- Activation blocks (our own formats, never stored in files) ----
+//
+// A dot product quantizes its float input vector once into one of these, symmetric int8 with a
+// float (not fp16) scale so the activation adds as little error as possible:
+//   q[i] = round_to_nearest_even(x[i] / d), d = max|x| / 127 over the block, q in -127..127.
+// The precomputed sums let weight formats with an offset (q - 8, q - 16, q - 32, or a min)
+// apply it once per block instead of per element.
+
+// Paired with the 32-element weight types (Q4_0, Q5_0, Q8_0).
+struct BlockQ8A32 {
+  float d;      // x[i] ~= d * qs[i]
+  int32_t sum;  // sum of qs[0..32)
+  int8_t qs[32];
+};
+
+// Paired with the K-quants (Q4_K, Q5_K, Q6_K): one scale per 256 elements (ggml's Q8_K choice,
+// so a super-block's integer dot needs a single float multiply), sums per 16 elements (the
+// granularity of Q6_K's scales; Q4_K/Q5_K add neighbouring pairs for their 32-element mins).
+struct BlockQ8A256 {
+  float d;
+  int8_t qs[256];
+  int16_t bsums[16];  // bsums[s] = sum of qs[16s .. 16s + 16)
+};
+
+static_assert(sizeof(BlockQ8A32) == 40);
+static_assert(sizeof(BlockQ8A256) == 292);
+
+}  // namespace vsynth::kernels

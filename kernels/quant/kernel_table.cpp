@@ -1,0 +1,59 @@
+#include "kernels/quant/kernel_table.h"
+
+#include "kernels/quant/blocks.h"
+
+namespace vsynth::kernels::detail {
+
+size_t act_row_bytes(ActFormat f, int64_t k) {
+  switch (f) {
+    case ActFormat::F32:
+      return static_cast<size_t>(k) * sizeof(float);
+    case ActFormat::Q8A32:
+      return static_cast<size_t>(k / kQK32) * sizeof(BlockQ8A32);
+    case ActFormat::Q8A256:
+      return static_cast<size_t>(k / kQKK) * sizeof(BlockQ8A256);
+  }
+  return 0;
+}
+
+ActFormat act_format(DType t) {
+  switch (t) {
+    case DType::Q4_0:
+    case DType::Q5_0:
+    case DType::Q8_0:
+      return ActFormat::Q8A32;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+      return ActFormat::Q8A256;
+    default:
+      return ActFormat::F32;
+  }
+}
+
+DotFn dot_for(const KernelTable& table, DType t) {
+  switch (t) {
+    case DType::F32:
+      return table.dot_f32;
+    case DType::F16:
+      return table.dot_f16;
+    case DType::BF16:
+      return table.dot_bf16;
+    case DType::Q4_0:
+      return table.dot_q4_0;
+    case DType::Q5_0:
+      return table.dot_q5_0;
+    case DType::Q8_0:
+      return table.dot_q8_0;
+    case DType::Q4_K:
+      return table.dot_q4_k;
+    case DType::Q5_K:
+      return table.dot_q5_k;
+    case DType::Q6_K:
+      return table.dot_q6_k;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace vsynth::kernels::detail

@@ -1,0 +1,70 @@
+// The per-instruction-set kernel table behind matvec/matmul (internal to kernels/).
+//
+// One table per code path: kernels_scalar.cpp (portable C++) and kernels_avx2.cpp (AVX2 + FMA +
+// F16C, compiled with those flags only in that file). kernels/cpu/cpu_path.h picks one at run
+// time. Both tables compute the same integer dot products block by block; they differ only in the
+// order floats are summed, so results agree to float rounding (tests check this).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace vsynth::kernels::detail {
+
+// How a weight type wants its input vector: kept as floats (F32/F16/BF16 weights), or quantized
+// to BlockQ8A32 (Q4_0/Q5_0/Q8_0) or BlockQ8A256 (Q4_K/Q5_K/Q6_K) blocks, see blocks.h.
+enum class ActFormat { F32, Q8A32, Q8A256 };
+
+// Bytes of one activation row of k elements in format f (k a multiple of its block size).
+size_t act_row_bytes(ActFormat f, int64_t k);
+
+// Activation format and element granularity for weight type t (t supported, see quantize.h).
+ActFormat act_format(DType t);
+
+// Most activation columns one dot call handles: matmul feeds up to this many tokens per weight
+// row so each weight block is loaded and unpacked once for all of them.
+inline constexpr int kMaxCols = 4;
+
+// y[c] = sum_i w[i] * a_c[i] for c in [0, ncols), 1 <= ncols <= kMaxCols.
+//   k:      elements per row (a multiple of the weight type's block size)
+//   w:      one weight row, k elements of the weight type (2-byte aligned)
+//   act:    activation column 0 in the type's ActFormat; column c starts c * act_stride bytes later
+//   y:      ncols floats
+using DotFn = void (*)(int64_t k, const void* w, const void* act, size_t act_stride, int ncols,
+                       float* y);
+
+// x[k] floats -> k / 32 BlockQ8A32 or k / 256 BlockQ8A256 blocks at out.
+using QuantizeActFn = void (*)(const float* x, int64_t k, void* out);
+
+// n fp16 values -> n floats, and n floats -> n fp16 values (round to nearest even).
+using F16RowFn = void (*)(const uint16_t* x, float* y, int64_t n);
+using F32ToF16RowFn = void (*)(const float* x, uint16_t* y, int64_t n);
+
+struct KernelTable {
+  const char* name;  // "scalar" or "avx2"
+  QuantizeActFn quantize_a32;
+  QuantizeActFn quantize_a256;
+  F16RowFn f16_to_f32;
+  F32ToF16RowFn f32_to_f16;
+  DotFn dot_f32;
+  DotFn dot_f16;
+  DotFn dot_bf16;
+  DotFn dot_q4_0;
+  DotFn dot_q5_0;
+  DotFn dot_q8_0;
+  DotFn dot_q4_k;
+  DotFn dot_q5_k;
+  DotFn dot_q6_k;
+};
+
+// The dot kernel of table for weight type t; nullptr if t has none.
+DotFn dot_for(const KernelTable& table, DType t);
+
+const KernelTable& scalar_kernels();
+// nullptr when this build has no AVX2 translation unit (non-x86 targets). Whether the CPU can
+// run it is a separate question (kernels/cpu/cpu_path.h).
+const KernelTable* avx2_kernels();
+
+}  // namespace vsynth::kernels::detail

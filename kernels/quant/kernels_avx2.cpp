@@ -1,0 +1,551 @@
+// AVX2 + FMA + F16C kernels. kernels/CMakeLists.local.cmake compiles this file alone with
+// -mavx2 -mfma -mf16c; kernels/cpu/cpu_path.cpp only calls into it after cpuid says the CPU
+// has all three.
+//
+// Because of those flags nothing here may be shared with other translation units: everything is
+// in an anonymous namespace, and no inline function or template from another header (not even
+// std::max) is used, since the linker could keep this file's AVX2 copy of it for scalar code.
+//
+// Integer core: weights are unpacked to unsigned bytes (Q4/Q5/Q6 codes) or kept signed (Q8_0),
+// activations are int8. _mm256_maddubs_epi16 multiplies u8 x s8 pairs into int16 sums of two
+// (never saturates here: 63 * 127 * 2 < 32767), _mm256_madd_epi16 widens to int32 (optionally
+// times a per-sub-block scale). Offsets (q - 8, q - 16, q - 32) and mins are applied once per
+// block through the activation block sums. For Q8_0 the signed weights use the sign trick:
+// |w| * (a * sign(w)) = w * a.
+#include "kernels/quant/kernel_table.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/quant/blocks.h"
+
+namespace vsynth::kernels::detail {
+
+namespace {
+
+#define VS_AVX2_INLINE inline __attribute__((always_inline))
+
+VS_AVX2_INLINE float h2f(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+VS_AVX2_INLINE float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+VS_AVX2_INLINE int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+VS_AVX2_INLINE float hmax_ps(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+VS_AVX2_INLINE __m256i loadu256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+VS_AVX2_INLINE __m128i loadu128(const void* p) {
+  return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+
+// u8 x s8 -> int32 sums of four neighbours.
+VS_AVX2_INLINE __m256i dot_u8s8(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+template <typename T>
+VS_AVX2_INLINE const T* column(const void* act, size_t stride, int c) {
+  return reinterpret_cast<const T*>(static_cast<const unsigned char*>(act) +
+                                    static_cast<size_t>(c) * stride);
+}
+
+// ---- Activation quantization (bit-identical to kernels_scalar.cpp) ----
+
+// 32 floats -> 32 int8 in order, scale, and the int32 sum. amax and id are computed by the same
+// float operations as the scalar code and the conversion rounds to nearest even like lrint.
+VS_AVX2_INLINE __m256i quantize32(const float* x, float* d_out, int32_t* sum_out) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+  const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+  const __m256 m =
+      _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                    _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+  const float amax = hmax_ps(m);
+  const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+  *d_out = amax / 127.0f;
+  const __m256 idv = _mm256_set1_ps(id);
+  const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, idv));
+  const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, idv));
+  const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, idv));
+  const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, idv));
+  if (sum_out) {
+    *sum_out = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+  }
+  // packs work per 128-bit lane; the permute restores element order.
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+void quantize_a32(const float* x, int64_t k, void* out) {
+  auto* y = static_cast<BlockQ8A32*>(out);
+  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+    float d;
+    int32_t sum;
+    const __m256i q = quantize32(x, &d, &sum);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q);
+    y[b].d = d;
+    y[b].sum = sum;
+  }
+}
+
+void quantize_a256(const float* x, int64_t k, void* out) {
+  auto* y = static_cast<BlockQ8A256*>(out);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < kQKK; i += 8)
+      m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    const float amax = hmax_ps(m);
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const __m256 idv = _mm256_set1_ps(id);
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int j = 0; j < 8; ++j) {
+      const float* xj = x + 32 * j;
+      const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xj), idv));
+      const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xj + 8), idv));
+      const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xj + 16), idv));
+      const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xj + 24), idv));
+      const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs + 32 * j),
+                          _mm256_permutevar8x32_epi32(p, perm));
+      y[b].bsums[2 * j] = static_cast<int16_t>(hsum_epi32(_mm256_add_epi32(i0, i1)));
+      y[b].bsums[2 * j + 1] = static_cast<int16_t>(hsum_epi32(_mm256_add_epi32(i2, i3)));
+    }
+    y[b].d = amax / 127.0f;
+  }
+}
+
+void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(loadu128(x + i)));
+  for (; i < n; ++i) y[i] = h2f(x[i]);
+}
+
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+// ---- Float weights (activations stay float) ----
+
+enum class FloatKind { F32, F16, BF16 };
+
+template <FloatKind K>
+VS_AVX2_INLINE __m256 load8(const void* w, int64_t i) {
+  if constexpr (K == FloatKind::F32) {
+    return _mm256_loadu_ps(static_cast<const float*>(w) + i);
+  } else if constexpr (K == FloatKind::F16) {
+    return _mm256_cvtph_ps(loadu128(static_cast<const uint16_t*>(w) + i));
+  } else {
+    const __m256i u = _mm256_cvtepu16_epi32(loadu128(static_cast<const uint16_t*>(w) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+  }
+}
+
+template <FloatKind K>
+VS_AVX2_INLINE float load1(const void* w, int64_t i) {
+  if constexpr (K == FloatKind::F32) {
+    return static_cast<const float*>(w)[i];
+  } else if constexpr (K == FloatKind::F16) {
+    return h2f(static_cast<const uint16_t*>(w)[i]);
+  } else {
+    const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(w)[i]) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+}
+
+template <FloatKind K, int C>
+void dot_float(int64_t k, const void* w, const void* act, size_t stride, float* y) {
+  const float* a[C];
+  for (int c = 0; c < C; ++c) a[c] = column<float>(act, stride, c);
+  __m256 acc[C][2];
+  for (int c = 0; c < C; ++c) acc[c][0] = acc[c][1] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    const __m256 w0 = load8<K>(w, i), w1 = load8<K>(w, i + 8);
+    for (int c = 0; c < C; ++c) {
+      acc[c][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[c] + i), acc[c][0]);
+      acc[c][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(a[c] + i + 8), acc[c][1]);
+    }
+  }
+  for (; i + 8 <= k; i += 8) {
+    const __m256 w0 = load8<K>(w, i);
+    for (int c = 0; c < C; ++c)
+      acc[c][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[c] + i), acc[c][0]);
+  }
+  for (int c = 0; c < C; ++c) {
+    float s = hsum_ps(_mm256_add_ps(acc[c][0], acc[c][1]));
+    for (int64_t j = i; j < k; ++j) s += load1<K>(w, j) * a[c][j];
+    y[c] = s;
+  }
+}
+
+// ---- 32-element types ----
+//
+// Each kernel is a per-block step (weight block unpacked once, then every column) run over the
+// row with two accumulators per column, so a single column still has two independent FMA chains.
+
+template <int C>
+VS_AVX2_INLINE void q8_0_step(const BlockQ8_0& x, const BlockQ8A32* const* a, int64_t b,
+                              __m256* acc) {
+  const __m256i wq = loadu256(x.qs);
+  const __m256i aw = _mm256_sign_epi8(wq, wq);  // |w| (as unsigned: -128 -> 128)
+  const float dw = h2f(x.d);
+  for (int c = 0; c < C; ++c) {
+    const BlockQ8A32& ab = a[c][b];
+    const __m256i sa = _mm256_sign_epi8(loadu256(ab.qs), wq);
+    const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(aw, sa));
+    acc[c] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * ab.d), acc[c]);
+  }
+}
+
+// Q4_0 / Q5_0: unsigned codes (nibbles, plus the fifth bit for Q5_0) in element order.
+VS_AVX2_INLINE __m256i unpack_nibbles32(const uint8_t* qs) {
+  const __m128i q = loadu128(qs);
+  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+// Bit i of the 32-bit qh -> byte i = 0x10 if set, else 0.
+VS_AVX2_INLINE __m256i fifth_bits32(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i select = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// kOffsetShift: the int32 lanes each subtract (sum << shift); 8 lanes x (sum << 0) = 8 * sum
+// for Q4_0, 8 x (sum << 1) = 16 * sum for Q5_0.
+template <int C, bool kFive>
+VS_AVX2_INLINE void q4q5_0_step(const void* blk, const BlockQ8A32* const* a, int64_t b,
+                                __m256* acc) {
+  __m256i wq;
+  float dw;
+  if constexpr (kFive) {
+    const auto& x = *static_cast<const BlockQ5_0*>(blk);
+    wq = _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(x.qh));
+    dw = h2f(x.d);
+  } else {
+    const auto& x = *static_cast<const BlockQ4_0*>(blk);
+    wq = unpack_nibbles32(x.qs);
+    dw = h2f(x.d);
+  }
+  for (int c = 0; c < C; ++c) {
+    const BlockQ8A32& ab = a[c][b];
+    const __m256i offset = _mm256_set1_epi32(kFive ? 2 * ab.sum : ab.sum);
+    const __m256i p = _mm256_sub_epi32(dot_u8s8(wq, loadu256(ab.qs)), offset);
+    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * ab.d), acc[c]);
+  }
+}
+
+template <typename Block, int C, typename Step>
+VS_AVX2_INLINE void dot_blocks(int64_t k, int block_elems, const void* w, const void* act,
+                               size_t stride, float* y, Step step) {
+  using Act = BlockQ8A32;
+  const Act* a[C];
+  for (int c = 0; c < C; ++c) a[c] = column<Act>(act, stride, c);
+  const auto* x = static_cast<const Block*>(w);
+  const int64_t nb = k / block_elems;
+  __m256 acc0[C], acc1[C];
+  for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    step(x[b], a, b, acc0);
+    step(x[b + 1], a, b + 1, acc1);
+  }
+  if (b < nb) step(x[b], a, b, acc0);
+  for (int c = 0; c < C; ++c) y[c] = hsum_ps(_mm256_add_ps(acc0[c], acc1[c]));
+}
+
+template <int C>
+void dot_q8_0(int64_t k, const void* w, const void* act, size_t stride, float* y) {
+  dot_blocks<BlockQ8_0, C>(k, kQK32, w, act, stride, y,
+                           [](const BlockQ8_0& x, const BlockQ8A32* const* a, int64_t b,
+                              __m256* acc) { q8_0_step<C>(x, a, b, acc); });
+}
+
+template <int C>
+void dot_q4_0(int64_t k, const void* w, const void* act, size_t stride, float* y) {
+  dot_blocks<BlockQ4_0, C>(k, kQK32, w, act, stride, y,
+                           [](const BlockQ4_0& x, const BlockQ8A32* const* a, int64_t b,
+                              __m256* acc) { q4q5_0_step<C, false>(&x, a, b, acc); });
+}
+
+template <int C>
+void dot_q5_0(int64_t k, const void* w, const void* act, size_t stride, float* y) {
+  dot_blocks<BlockQ5_0, C>(k, kQK32, w, act, stride, y,
+                           [](const BlockQ5_0& x, const BlockQ8A32* const* a, int64_t b,
+                              __m256* acc) { q4q5_0_step<C, true>(&x, a, b, acc); });
+}
+
+// ---- K-quants ----
+
+// Q4_K / Q5_K scales: the eight 6-bit (sc, m) pairs as 8 bytes each (same unpacking as
+// kernels/quant/kscales.h, done on 32-bit words: byte j of each word is one sub-block).
+VS_AVX2_INLINE void unpack_k_scales_u64(const uint8_t* s, uint64_t* sc, uint64_t* m) {
+  uint32_t u[3];
+  std::memcpy(u, s, sizeof u);
+  const uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
+  const uint32_t m_lo = u[1] & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | ((u[0] >> 2) & 0x30303030u);
+  const uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | ((u[1] >> 2) & 0x30303030u);
+  *sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
+  *m = m_lo | (static_cast<uint64_t>(m_hi) << 32);
+}
+
+// Shuffle masks that broadcast int16 element j of each 128-bit lane to all 8 positions.
+VS_AVX2_INLINE __m256i bcast16_mask(int j) {
+  const char lo = static_cast<char>(2 * j), hi = static_cast<char>(2 * j + 1);
+  return _mm256_setr_epi8(lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi,
+                          lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi);
+}
+
+template <int C, bool kFive>
+void dot_qk_affine(int64_t k, const void* w, const void* act, size_t stride, float* y) {
+  using Block = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
+  const BlockQ8A256* a[C];
+  for (int c = 0; c < C; ++c) a[c] = column<BlockQ8A256>(act, stride, c);
+  const auto* x = static_cast<const Block*>(w);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const Block& xb = x[b];
+    uint64_t sc8, m8;
+    unpack_k_scales_u64(xb.scales, &sc8, &m8);
+    // Scales as int16 in both 128-bit lanes, so a lane-local shuffle can broadcast any of them.
+    const __m256i sc16 = _mm256_broadcastsi128_si256(
+        _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc8))));
+    // Mins duplicated per pair of 16-element sums: [m0, m0, m1, m1, ...] as int16.
+    const __m128i m8v = _mm_cvtsi64_si128(static_cast<long long>(m8));
+    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8v, m8v));
+    __m256i hbits;
+    if constexpr (kFive) hbits = loadu256(xb.qh);
+
+    __m256i isum[C];
+    for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {  // 64-element chunks: sub-blocks 2j (low) and 2j + 1 (high)
+      const __m256i q = loadu256(xb.qs + 32 * j);
+      __m256i lo = _mm256_and_si256(q, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if constexpr (kFive) {
+        const __m256i t = _mm256_srli_epi16(hbits, 2 * j);
+        const __m256i bit4 = _mm256_set1_epi8(0x10);
+        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(t, 4), bit4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(t, 3), bit4));
+      }
+      const __m256i sc_lo = _mm256_shuffle_epi8(sc16, bcast16_mask(2 * j));
+      const __m256i sc_hi = _mm256_shuffle_epi8(sc16, bcast16_mask(2 * j + 1));
+      for (int c = 0; c < C; ++c) {
+        const int8_t* aq = a[c][b].qs + 64 * j;
+        const __m256i plo = _mm256_maddubs_epi16(lo, loadu256(aq));
+        const __m256i phi = _mm256_maddubs_epi16(hi, loadu256(aq + 32));
+        isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(plo, sc_lo),
+                                                             _mm256_madd_epi16(phi, sc_hi)));
+      }
+    }
+    const float d = h2f(xb.d), dmin = h2f(xb.dmin);
+    for (int c = 0; c < C; ++c) {
+      const BlockQ8A256& ab = a[c][b];
+      const __m256i msum = _mm256_madd_epi16(loadu256(ab.bsums), m16);
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_set1_ps(d * ab.d), acc[c]);
+      acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * ab.d), acc[c]);
+    }
+  }
+  for (int c = 0; c < C; ++c) y[c] = hsum_ps(acc[c]);
+}
+
+template <int C>
+void dot_q6_k(int64_t k, const void* w, const void* act, size_t stride, float* y) {
+  const BlockQ8A256* a[C];
+  for (int c = 0; c < C; ++c) a[c] = column<BlockQ8A256>(act, stride, c);
+  const auto* x = static_cast<const BlockQ6_K*>(w);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  // Per 32-byte code vector k of a half: low lane takes scale 2k, high lane scale 2k + 1.
+  const __m256i smask[4] = {
+      _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
+                       2, 3, 2, 3, 2, 3),
+      _mm256_setr_epi8(4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7,
+                       6, 7, 6, 7, 6, 7),
+      _mm256_setr_epi8(8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 10, 11, 10, 11, 10, 11, 10,
+                       11, 10, 11, 10, 11, 10, 11, 10, 11),
+      _mm256_setr_epi8(12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 14, 15, 14,
+                       15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15),
+  };
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const BlockQ6_K& xb = x[b];
+    const __m128i sc8 = loadu128(xb.scales);
+    const __m256i sc_all = _mm256_cvtepi8_epi16(sc8);  // 16 scales as int16, for the -32 offset
+    __m256i isum[C];
+    for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i sch =
+          _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h == 0 ? sc8 : _mm_srli_si128(sc8, 8)));
+      const __m256i ql0 = loadu256(xb.ql + 64 * h);
+      const __m256i ql1 = loadu256(xb.ql + 64 * h + 32);
+      const __m256i qh = loadu256(xb.qh + 32 * h);
+      __m256i v[4];
+      v[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4),
+                             _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+      v[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                             _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+      v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                             _mm256_and_si256(qh, bits45));
+      v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+      for (int j = 0; j < 4; ++j) {
+        const __m256i scj = _mm256_shuffle_epi8(sch, smask[j]);
+        for (int c = 0; c < C; ++c) {
+          const __m256i p = _mm256_maddubs_epi16(v[j], loadu256(a[c][b].qs + 128 * h + 32 * j));
+          isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(p, scj));
+        }
+      }
+    }
+    const float d = h2f(xb.d);
+    for (int c = 0; c < C; ++c) {
+      const BlockQ8A256& ab = a[c][b];
+      const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(loadu256(ab.bsums), sc_all), 5);
+      const __m256i total = _mm256_sub_epi32(isum[c], offset);
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(d * ab.d), acc[c]);
+    }
+  }
+  for (int c = 0; c < C; ++c) y[c] = hsum_ps(acc[c]);
+}
+
+// ---- Column-count dispatch ----
+
+template <template <int> class K>
+void by_cols(int64_t k, const void* w, const void* act, size_t stride, int ncols, float* y) {
+  switch (ncols) {
+    case 1:
+      K<1>::run(k, w, act, stride, y);
+      break;
+    case 2:
+      K<2>::run(k, w, act, stride, y);
+      break;
+    case 3:
+      K<3>::run(k, w, act, stride, y);
+      break;
+    default:
+      K<4>::run(k, w, act, stride, y);
+      break;
+  }
+}
+
+template <int C>
+struct F32K {
+  static void run(int64_t k, const void* w, const void* a, size_t s, float* y) {
+    dot_float<FloatKind::F32, C>(k, w, a, s, y);
+  }
+};
+template <int C>
+struct F16K {
+  static void run(int64_t k, const void* w, const void* a, size_t s, float* y) {
+    dot_float<FloatKind::F16, C>(k, w, a, s, y);
+  }
+};
+template <int C>
+struct BF16K {
+  static void run(int64_t k, const void* w, const void* a, size_t s, float* y) {
+    dot_float<FloatKind::BF16, C>(k, w, a, s, y);
+  }
+};
+template <int C>
+struct Q4_0K {
+  static void run(int64_t k, const void* w, const void* a, size_t s, float* y) {
+    dot_q4_0<C>(k, w, a, s, y);
+  }
+};
+template <int C>
+struct Q5_0K {
+  static void run(int64_t k, const void* w, const void* a, size_t s, float* y) {
+    dot_q5_0<C>(k, w, a, s, y);
+  }
+};
+template <int C>
+struct Q8_0K {
+  static void run(int64_t k, const void* w, const void* a, size_t s, float* y) {
+    dot_q8_0<C>(k, w, a, s, y);
+  }
+};
+template <int C>
+struct Q4_KK {
+  static void run(int64_t k, const void* w, const void* a, size_t s, float* y) {
+    dot_qk_affine<C, false>(k, w, a, s, y);
+  }
+};
+template <int C>
+struct Q5_KK {
+  static void run(int64_t k, const void* w, const void* a, size_t s, float* y) {
+    dot_qk_affine<C, true>(k, w, a, s, y);
+  }
+};
+template <int C>
+struct Q6_KK {
+  static void run(int64_t k, const void* w, const void* a, size_t s, float* y) {
+    dot_q6_k<C>(k, w, a, s, y);
+  }
+};
+
+constexpr KernelTable kAvx2 = {
+    "avx2",         quantize_a32,   quantize_a256,  f16_to_f32_row, f32_to_f16_row,
+    by_cols<F32K>,  by_cols<F16K>,  by_cols<BF16K>, by_cols<Q4_0K>, by_cols<Q5_0K>,
+    by_cols<Q8_0K>, by_cols<Q4_KK>, by_cols<Q5_KK>, by_cols<Q6_KK>,
+};
+
+}  // namespace
+
+const KernelTable* avx2_kernels() {
+  return &kAvx2;
+}
+
+}  // namespace vsynth::kernels::detail
+
+#else  // built without AVX2 (non-x86 target): no AVX2 table
+
+namespace vsynth::kernels::detail {
+const KernelTable* avx2_kernels() {
+  return nullptr;
+}
+}  // namespace vsynth::kernels::detail
+
+#endif

@@ -1,0 +1,283 @@
+// Dot products, matvec, matmul and get_rows against float64 references, on every CPU path.
+#include <catch2/catch.hpp>
+
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/cpu_path_internal.h"
+#include "kernels/cpu/matvec.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/quant_error.h"
+#include "tests/kernels/quant_test_util.h"
+
+using namespace vsynth::kernels;
+using namespace vsynth::kernels::test;
+
+namespace {
+
+WeightView view_of(const QuantMatrix& m) {
+  return make_weight_view(m.type, m.rows, m.cols, m.data.data(), m.name);
+}
+
+// Checks y[r] against the exact dot of decoded row r with x, within dot_error_bound.
+void check_rows(const QuantMatrix& m, const float* x, const float* y) {
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const float* w = m.decoded.data() + r * m.cols;
+    const double exact = dot_exact(w, x, m.cols);
+    const double bound = dot_error_bound(m.type, w, x, m.cols);
+    const double err = std::fabs(static_cast<double>(y[r]) - exact);
+    if (!(err <= bound)) {
+      FAIL("row " << r << ": got " << y[r] << ", exact " << exact << ", error " << err
+                  << " > bound " << bound);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("activation quantization is identical on scalar and AVX2", "[quant][dot]") {
+  if (!cpu_path_available(CpuPath::Avx2)) {
+    WARN("no AVX2 on this CPU: nothing to compare against");
+    return;
+  }
+  const auto& s = detail::kernels_for(CpuPath::Scalar);
+  const auto& v = detail::kernels_for(CpuPath::Avx2);
+  const int64_t k = 256 * 6;
+  std::vector<float> x = random_values(k, 11);
+  std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero block (scale 0)
+  x[600] = 1e30f;                                     // a huge one
+  for (int64_t i = 768; i < 1024; ++i) x[i] = (i % 2 ? 0.5f : -0.5f) * 1.0000001f;  // ties
+  for (auto [fmt, bytes] :
+       {std::pair{detail::ActFormat::Q8A32, sizeof(BlockQ8A32) * (k / 32)},
+        std::pair{detail::ActFormat::Q8A256, sizeof(BlockQ8A256) * (k / 256)}}) {
+    std::vector<uint8_t> a(bytes), b(bytes);
+    if (fmt == detail::ActFormat::Q8A32) {
+      s.quantize_a32(x.data(), k, a.data());
+      v.quantize_a32(x.data(), k, b.data());
+    } else {
+      s.quantize_a256(x.data(), k, a.data());
+      v.quantize_a256(x.data(), k, b.data());
+    }
+    CHECK(std::memcmp(a.data(), b.data(), bytes) == 0);
+  }
+  // The sums the offset corrections rely on.
+  std::vector<BlockQ8A32> q32(k / 32);
+  v.quantize_a32(x.data(), k, q32.data());
+  for (const auto& blk : q32) {
+    int sum = 0;
+    for (int8_t q : blk.qs) sum += q;
+    REQUIRE(blk.sum == sum);
+  }
+  std::vector<BlockQ8A256> q256(k / 256);
+  v.quantize_a256(x.data(), k, q256.data());
+  for (const auto& blk : q256) {
+    for (int s16 = 0; s16 < 16; ++s16) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += blk.qs[16 * s16 + i];
+      REQUIRE(blk.bsums[s16] == sum);
+    }
+  }
+}
+
+TEST_CASE("matvec matches the float64 reference for every type and path", "[quant][dot]") {
+  for (DType t : all_types()) {
+    // k values: one block, the default model's widths, and an odd count of blocks.
+    std::vector<int64_t> ks = is_k_quant(t) ? std::vector<int64_t>{256, 1024, 2048, 768}
+                                            : std::vector<int64_t>{32, 640, 2048, 96};
+    if (t == DType::F32 || t == DType::F16 || t == DType::BF16) ks.push_back(13);  // no blocks
+    for (int64_t k : ks) {
+      const QuantMatrix m =
+          make_matrix(t, 37, k, static_cast<uint32_t>(k * 31 + static_cast<int>(t)));
+      const std::vector<float> x = random_values(k, 5 + static_cast<uint32_t>(k));
+      for (CpuPath path : available_paths()) {
+        ScopedCpuPath scoped(path);
+        INFO("type " << name_of(t) << " k " << k << " path " << to_string(path));
+        std::vector<float> y(m.rows);
+        matvec(view_of(m), x.data(), y.data());
+        check_rows(m, x.data(), y.data());
+      }
+    }
+  }
+}
+
+TEST_CASE("scalar and AVX2 results agree to float rounding", "[quant][dot]") {
+  if (!cpu_path_available(CpuPath::Avx2)) {
+    WARN("no AVX2 on this CPU: nothing to compare against");
+    return;
+  }
+  for (DType t : all_types()) {
+    const int64_t k = is_k_quant(t) ? 2048 : 640;
+    const QuantMatrix m = make_matrix(t, 64, k, 77);
+    const std::vector<float> x = random_values(k, 78);
+    std::vector<float> ys(m.rows), yv(m.rows);
+    {
+      ScopedCpuPath scoped(CpuPath::Scalar);
+      matvec(view_of(m), x.data(), ys.data());
+    }
+    {
+      ScopedCpuPath scoped(CpuPath::Avx2);
+      matvec(view_of(m), x.data(), yv.data());
+    }
+    // Same activation codes and integer block sums on both paths; only the order of float
+    // additions differs: a few ulp of sum|w x| (2^-23 per rounding, ~k / 8 roundings at worst).
+    for (int64_t r = 0; r < m.rows; ++r) {
+      double abs_wx = 0;
+      for (int64_t i = 0; i < k; ++i) abs_wx += std::fabs(m.decoded[r * k + i] * x[i]);
+      INFO("type " << name_of(t) << " row " << r);
+      REQUIRE(std::fabs(ys[r] - yv[r]) <= (k / 8 + 16) * std::ldexp(1.0, -23) * abs_wx);
+    }
+  }
+}
+
+TEST_CASE("matmul matches the reference and matvec for awkward token counts", "[quant][matmul]") {
+  for (DType t : all_types()) {
+    const int64_t k = is_k_quant(t) ? 512 : 96;
+    const QuantMatrix m = make_matrix(t, 45, k, 1234);
+    for (int64_t n : {2, 3, 5, 67, 130}) {  // 1..3 leftover tokens after groups of 4 and 64
+      const std::vector<float> X = random_values(n * k, static_cast<uint32_t>(n));
+      for (CpuPath path : available_paths()) {
+        ScopedCpuPath scoped(path);
+        INFO("type " << name_of(t) << " n " << n << " path " << to_string(path));
+        std::vector<float> Y(static_cast<size_t>(n * m.rows), -12345.0f);
+        matmul(view_of(m), X.data(), n, Y.data());
+        std::vector<float> y(m.rows);
+        for (int64_t tok = 0; tok < n; ++tok) {
+          check_rows(m, X.data() + tok * k, Y.data() + tok * m.rows);
+          // Token columns of a multi-column kernel are computed exactly like a single one.
+          matvec(view_of(m), X.data() + tok * k, y.data());
+          for (int64_t r = 0; r < m.rows; ++r) REQUIRE(Y[tok * m.rows + r] == y[r]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("threading: many rows, rows fewer than threads, 1 vs 2 threads", "[quant][matmul]") {
+  for (DType t : {DType::Q8_0, DType::Q4_K, DType::F16}) {
+    const int64_t k = is_k_quant(t) ? 256 : 64;
+    // 20000 rows is enough for several parallel chunks; 1 row is fewer rows than threads.
+    for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{20000}}) {
+      const QuantMatrix m = make_matrix(t, rows, k, static_cast<uint32_t>(rows));
+      const int64_t n = 9;
+      const std::vector<float> X = random_values(n * k, 99);
+      for (CpuPath path : available_paths()) {
+        ScopedCpuPath scoped(path);
+        INFO("type " << name_of(t) << " rows " << rows << " path " << to_string(path));
+        std::vector<float> y1(rows), y2(rows), Y1(n * rows), Y2(n * rows);
+        tbb::task_arena one(1), two(2);
+        one.execute([&] {
+          matvec(view_of(m), X.data(), y1.data());
+          matmul(view_of(m), X.data(), n, Y1.data());
+        });
+        two.execute([&] {
+          matvec(view_of(m), X.data(), y2.data());
+          matmul(view_of(m), X.data(), n, Y2.data());
+        });
+        CHECK(y1 == y2);  // each row is one task's work either way: bit-identical
+        CHECK(Y1 == Y2);
+        check_rows(m, X.data(), y2.data());
+        for (int64_t tok = 0; tok < n; ++tok)
+          check_rows(m, X.data() + tok * k, Y2.data() + tok * rows);
+      }
+    }
+  }
+}
+
+TEST_CASE("strided weight views", "[quant][matmul]") {
+  // Rows padded to a larger stride, as a view into a wider buffer would be.
+  const DType t = DType::Q5_0;
+  const int64_t k = 64, rows = 7;
+  const QuantMatrix m = make_matrix(t, rows, k, 5);
+  const size_t stride = m.row_bytes + 10;
+  std::vector<uint8_t> padded(stride * rows, 0xAB);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(padded.data() + r * stride, m.data.data() + r * m.row_bytes, m.row_bytes);
+  }
+  WeightView w = view_of(m);
+  w.data = padded.data();
+  w.row_bytes = stride;
+  const std::vector<float> x = random_values(k, 6);
+  for (CpuPath path : available_paths()) {
+    ScopedCpuPath scoped(path);
+    std::vector<float> y(rows);
+    matvec(w, x.data(), y.data());
+    check_rows(m, x.data(), y.data());
+  }
+}
+
+TEST_CASE("get_rows decodes embedding rows", "[quant][get_rows]") {
+  for (DType t : all_types()) {
+    const int64_t k = is_k_quant(t) ? 256 : 64;
+    const QuantMatrix m = make_matrix(t, 10, k, 8);
+    const std::vector<int32_t> ids = {3, 0, 9, 3};
+    for (CpuPath path : available_paths()) {
+      ScopedCpuPath scoped(path);
+      std::vector<float> out(ids.size() * k);
+      get_rows(view_of(m), ids.data(), static_cast<int64_t>(ids.size()), out.data());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        for (int64_t j = 0; j < k; ++j) {
+          REQUIRE(out[i * k + j] == m.decoded[ids[i] * k + j]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("bad views and arguments throw QuantError", "[quant][errors]") {
+  const QuantMatrix m = make_matrix(DType::Q8_0, 4, 64, 1);
+  const std::vector<float> x(64, 1.0f);
+  std::vector<float> y(64);
+
+  WeightView w = view_of(m);
+  w.type = DType::Q4_1;
+  CHECK_THROWS_WITH(matvec(w, x.data(), y.data()),
+                    Catch::Contains("q4_1") && Catch::Contains("test.q8_0"));
+  w = view_of(m);
+  w.cols = 48;  // not a whole number of blocks
+  CHECK_THROWS_WITH(matvec(w, x.data(), y.data()), Catch::Contains("multiple of 32"));
+  w = view_of(m);
+  w.row_bytes = 40;
+  CHECK_THROWS_WITH(matvec(w, x.data(), y.data()), Catch::Contains("row_bytes"));
+  w = view_of(m);
+  w.data = nullptr;
+  CHECK_THROWS_AS(matmul(w, x.data(), 1, y.data()), QuantError);
+  w = view_of(m);
+  w.data = m.data.data() + 1;  // odd address
+  CHECK_THROWS_WITH(matvec(w, x.data(), y.data()), Catch::Contains("aligned"));
+  CHECK_THROWS_AS(matmul(view_of(m), x.data(), -1, y.data()), QuantError);
+  CHECK_THROWS_AS(matvec(view_of(m), nullptr, y.data()), QuantError);
+
+  const std::vector<int32_t> bad = {0, 4};
+  CHECK_THROWS_WITH(get_rows(view_of(m), bad.data(), 2, y.data()),
+                    Catch::Contains("id 4") && Catch::Contains("position 1"));
+  const std::vector<int32_t> neg = {-1};
+  CHECK_THROWS_AS(get_rows(view_of(m), neg.data(), 1, y.data()), QuantError);
+  CHECK_THROWS_AS(make_weight_view(DType::Q6_K, 1, 640, m.data.data()), QuantError);
+
+  // Empty problems are no-ops.
+  WeightView empty = view_of(m);
+  empty.rows = 0;
+  CHECK_NOTHROW(matvec(empty, x.data(), y.data()));
+  CHECK_NOTHROW(matmul(view_of(m), x.data(), 0, y.data()));
+}
+
+TEST_CASE("CPU path selection from VSYNTH_CPU", "[quant][cpu]") {
+  CHECK(choose_cpu_path("", true) == CpuPath::Avx2);
+  CHECK(choose_cpu_path("", false) == CpuPath::Scalar);
+  CHECK(choose_cpu_path("auto", true) == CpuPath::Avx2);
+  CHECK(choose_cpu_path("scalar", true) == CpuPath::Scalar);
+  CHECK(choose_cpu_path("avx2", true) == CpuPath::Avx2);
+  CHECK_THROWS_WITH(choose_cpu_path("avx2", false), Catch::Contains("AVX2"));
+  CHECK_THROWS_WITH(choose_cpu_path("sse9", true),
+                    Catch::Contains("sse9") && Catch::Contains("scalar"));
+  CHECK(cpu_path_available(CpuPath::Scalar));
+  // The process-wide choice honours the variable this test run was started with.
+  const char* env = std::getenv("VSYNTH_CPU");
+  if (env != nullptr && std::string(env) == "scalar") {
+    CHECK(active_cpu_path() == CpuPath::Scalar);
+  }
+}

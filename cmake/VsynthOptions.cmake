@@ -3,7 +3,7 @@ add_library(vsynth_options INTERFACE)
 target_compile_options(vsynth_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
                             -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual
-                            -Wnull-dereference -Wformat=2>)
+                            -Wformat=2>)
 if(VSYNTH_WERROR)
   target_compile_options(vsynth_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()

@@ -1,1 +1,13 @@
-// Placeholder until graph/registry.h lands; replaced in the foundation commit.
+#include "stages/register_all.h"
+
+#include "stages/core/register.h"
+#include "stages/io/register.h"
+
+namespace vsynth::stages {
+
+void register_all(graph::Registry& registry) {
+  core::register_stages(registry);
+  io::register_stages(registry);
+}
+
+}  // namespace vsynth::stages

@@ -1,0 +1,37 @@
+#include "graph/item.h"
+
+#include <stdexcept>
+
+namespace vsynth::graph {
+
+void Item::throw_missing_facet(std::string_view name) {
+  throw std::logic_error("item has no facet `" + std::string(name) +
+                         "` (a stage read it without declaring it in `requires`)");
+}
+
+nlohmann::json Item::to_record() const {
+  nlohmann::json r;
+  r["id"] = task_.id;
+  r["status"] = outcome_.status;
+  r["passed"] = outcome_.passed;
+  r["attempts"] = attempt_;
+  if (!outcome_.stage.empty()) {
+    r["exit"] = outcome_.port.empty() ? outcome_.stage : outcome_.stage + "." + outcome_.port;
+  }
+  if (!outcome_.error.empty()) r["error"] = outcome_.error;
+  if (!feedback_.empty()) {
+    auto& fb = r["feedback"] = nlohmann::json::array();
+    for (const auto& f : feedback_) {
+      fb.push_back(
+          {{"attempt", f.attempt}, {"from", f.stage + "." + f.port}, {"message", f.message}});
+    }
+  }
+  auto& facets = r["facets"] = nlohmann::json::object();
+  for (const auto& [name, facet] : facets_) {
+    nlohmann::json j = facet->to_json();
+    if (!j.is_null()) facets[name] = std::move(j);
+  }
+  return r;
+}
+
+}  // namespace vsynth::graph

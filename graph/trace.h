@@ -1,0 +1,32 @@
+// Chrome-trace / Perfetto JSON: one complete ("X") event per item per stage, written as items
+// finish so an interrupted run still leaves a readable file (the viewers accept a missing `]`).
+#pragma once
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "graph/item.h"
+
+namespace vsynth::graph {
+
+class TraceWriter {
+ public:
+  // Throws std::runtime_error naming the path when it cannot be created.
+  explicit TraceWriter(const std::string& path);
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Writes the item's spans; stage names are indexed by Span::stage.
+  void write(const Item& item, const std::vector<std::string>& stage_names);
+  void close();
+
+ private:
+  std::mutex mu_;
+  std::FILE* f_ = nullptr;
+  bool first_ = true;
+};
+
+}  // namespace vsynth::graph

@@ -1,0 +1,27 @@
+// The vsynth subcommands. Each returns the process exit code (see exit_codes.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/registry.h"
+
+namespace vsynth::cli {
+
+struct RunArgs {
+  std::string pipeline;
+  std::string input;
+  std::string output;
+  std::string trace;
+  bool resume = false;
+  bool overwrite = false;
+  bool quiet = false;
+  std::string metrics_json;  // per-stage metrics written here at the end, when set
+};
+
+int cmd_run(const graph::Registry& registry, const RunArgs& args);
+int cmd_validate(const graph::Registry& registry, const std::vector<std::string>& files);
+int cmd_stages(const graph::Registry& registry, const std::string& only);
+int cmd_dot(const graph::Registry& registry, const std::string& file);
+
+}  // namespace vsynth::cli

@@ -1,0 +1,56 @@
+// vsynth: run, validate and inspect generate-then-verify pipelines.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "stages/register_all.h"
+#include "tools/vsynth/commands.h"
+#include "tools/vsynth/exit_codes.h"
+
+int main(int argc, char** argv) {
+  using namespace vsynth;
+  CLI::App app{"vsynth: generate-then-verify code synthesis pipelines"};
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 ran to the end (every task has a record, whatever its verdict); 2 bad "
+      "command line, pipeline or input; 3 runtime failure (resource, I/O, fail_fast); 130 "
+      "interrupted (finished items written; rerun with --resume).");
+
+  cli::RunArgs run;
+  auto* run_cmd = app.add_subcommand("run", "Run a pipeline over a JSONL file of tasks");
+  run_cmd->add_option("pipeline", run.pipeline, "pipeline YAML")->required();
+  run_cmd->add_option("-i,--input", run.input, "tasks, one JSON object per line");
+  run_cmd->add_option("-o,--output", run.output, "results file (JSON Lines, appended)");
+  run_cmd->add_flag("--resume", run.resume, "continue an existing output, skipping finished ids");
+  run_cmd->add_flag("--overwrite", run.overwrite, "replace an existing output");
+  run_cmd->add_option("--trace", run.trace, "write a Chrome-trace/Perfetto JSON of every span");
+  run_cmd->add_option("--metrics-json", run.metrics_json, "write per-stage metrics as JSON");
+  run_cmd->add_flag("-q,--quiet", run.quiet, "no progress output");
+
+  std::vector<std::string> validate_files;
+  auto* validate_cmd =
+      app.add_subcommand("validate", "Check pipeline files against every contract");
+  validate_cmd->add_option("pipelines", validate_files, "pipeline YAML files")->required();
+
+  std::string only;
+  auto* stages_cmd = app.add_subcommand("stages", "Describe every stage and resource kind");
+  stages_cmd->add_option("kind", only, "describe only this kind");
+
+  std::string dot_file;
+  auto* dot_cmd = app.add_subcommand("dot", "Print a pipeline as a Graphviz graph");
+  dot_cmd->add_option("pipeline", dot_file, "pipeline YAML")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : cli::kExitUsage;
+  }
+
+  graph::Registry registry;
+  stages::register_all(registry);
+  if (*run_cmd) return cli::cmd_run(registry, run);
+  if (*validate_cmd) return cli::cmd_validate(registry, validate_files);
+  if (*stages_cmd) return cli::cmd_stages(registry, only);
+  if (*dot_cmd) return cli::cmd_dot(registry, dot_file);
+  return cli::kExitUsage;
+}

@@ -93,10 +93,12 @@ static_assert(offsetof(BlockQ5_K, qs) == 48);
 // The precomputed sums let weight formats with an offset (q - 8, q - 16, q - 32, or a min)
 // apply it once per block instead of per element.
 
-// Paired with the 32-element weight types (Q4_0, Q5_0, Q8_0).
+// Paired with the 32-element weight types (Q4_0, Q5_0, Q8_0). s carries the sum of the codes,
+// already scaled: an offset weight format (q - 8 for Q4_0, q - 16 for Q5_0) subtracts
+// offset * dw * s once per block as a float instead of touching every element.
 struct BlockQ8A32 {
-  float d;      // x[i] ~= d * qs[i]
-  int32_t sum;  // sum of qs[0..32)
+  float d;  // x[i] ~= d * qs[i]
+  float s;  // d * (sum of qs[0..32)), rounded once to float
   int8_t qs[32];
 };
 

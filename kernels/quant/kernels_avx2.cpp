@@ -107,7 +107,7 @@ void quantize_a32(const float* x, int64_t k, void* out) {
     const __m256i q = quantize32(x, &d, &sum);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q);
     y[b].d = d;
-    y[b].sum = sum;
+    y[b].s = d * static_cast<float>(sum);
   }
 }
 
@@ -216,7 +216,7 @@ void dot_float(int64_t k, const void* w, const void* act, size_t stride, float* 
 
 template <int C>
 VS_AVX2_INLINE void q8_0_step(const BlockQ8_0& x, const BlockQ8A32* const* a, int64_t b,
-                              __m256* acc) {
+                              __m256* acc, float*) {
   const __m256i wq = loadu256(x.qs);
   const __m256i aw = _mm256_sign_epi8(wq, wq);  // |w| (as unsigned: -128 -> 128)
   const float dw = h2f(x.d);
@@ -228,11 +228,12 @@ VS_AVX2_INLINE void q8_0_step(const BlockQ8_0& x, const BlockQ8A32* const* a, in
   }
 }
 
-// Q4_0 / Q5_0: unsigned codes (nibbles, plus the fifth bit for Q5_0) in element order.
+// Q4_0 / Q5_0: unsigned codes (nibbles, plus the fifth bit for Q5_0) in element order. The 16
+// bytes are broadcast to both lanes by the load itself; the high lane is shifted to its nibbles.
 VS_AVX2_INLINE __m256i unpack_nibbles32(const uint8_t* qs) {
-  const __m128i q = loadu128(qs);
-  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  const __m256i both = _mm256_broadcastsi128_si256(loadu128(qs));
+  const __m256i shifted = _mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
 }
 
 // Bit i of the 32-bit qh -> byte i = 0x10 if set, else 0.
@@ -248,11 +249,11 @@ VS_AVX2_INLINE __m256i fifth_bits32(const uint8_t* qh) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-// kOffsetShift: the int32 lanes each subtract (sum << shift); 8 lanes x (sum << 0) = 8 * sum
-// for Q4_0, 8 x (sum << 1) = 16 * sum for Q5_0.
+// Integer dot of the unsigned codes; the offset (8 or 16 times the activation sum) goes into the
+// per-column float corr[c] += dw * s, subtracted once at the end (see dot_blocks).
 template <int C, bool kFive>
-VS_AVX2_INLINE void q4q5_0_step(const void* blk, const BlockQ8A32* const* a, int64_t b,
-                                __m256* acc) {
+VS_AVX2_INLINE void q4q5_0_step(const void* blk, const BlockQ8A32* const* a, int64_t b, __m256* acc,
+                                float* corr) {
   __m256i wq;
   float dw;
   if constexpr (kFive) {
@@ -266,50 +267,61 @@ VS_AVX2_INLINE void q4q5_0_step(const void* blk, const BlockQ8A32* const* a, int
   }
   for (int c = 0; c < C; ++c) {
     const BlockQ8A32& ab = a[c][b];
-    const __m256i offset = _mm256_set1_epi32(kFive ? 2 * ab.sum : ab.sum);
-    const __m256i p = _mm256_sub_epi32(dot_u8s8(wq, loadu256(ab.qs)), offset);
+    const __m256i p = dot_u8s8(wq, loadu256(ab.qs));
     acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * ab.d), acc[c]);
+    corr[c] += dw * ab.s;
   }
 }
 
+// Runs step over the row's blocks with two accumulators per column (so one column still has
+// two independent FMA chains); y[c] = sum - offset * corr.
 template <typename Block, int C, typename Step>
-VS_AVX2_INLINE void dot_blocks(int64_t k, int block_elems, const void* w, const void* act,
+VS_AVX2_INLINE void dot_blocks(int64_t k, float offset, const void* w, const void* act,
                                size_t stride, float* y, Step step) {
-  using Act = BlockQ8A32;
-  const Act* a[C];
-  for (int c = 0; c < C; ++c) a[c] = column<Act>(act, stride, c);
+  const BlockQ8A32* a[C];
+  for (int c = 0; c < C; ++c) a[c] = column<BlockQ8A32>(act, stride, c);
   const auto* x = static_cast<const Block*>(w);
-  const int64_t nb = k / block_elems;
+  const int64_t nb = k / kQK32;
   __m256 acc0[C], acc1[C];
-  for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = _mm256_setzero_ps();
+  float corr0[C], corr1[C];
+  for (int c = 0; c < C; ++c) {
+    acc0[c] = acc1[c] = _mm256_setzero_ps();
+    corr0[c] = corr1[c] = 0.0f;
+  }
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2) {
-    step(x[b], a, b, acc0);
-    step(x[b + 1], a, b + 1, acc1);
+    step(x[b], a, b, acc0, corr0);
+    step(x[b + 1], a, b + 1, acc1, corr1);
   }
-  if (b < nb) step(x[b], a, b, acc0);
-  for (int c = 0; c < C; ++c) y[c] = hsum_ps(_mm256_add_ps(acc0[c], acc1[c]));
+  if (b < nb) step(x[b], a, b, acc0, corr0);
+  for (int c = 0; c < C; ++c) {
+    y[c] = hsum_ps(_mm256_add_ps(acc0[c], acc1[c])) - offset * (corr0[c] + corr1[c]);
+  }
 }
 
 template <int C>
 void dot_q8_0(int64_t k, const void* w, const void* act, size_t stride, float* y) {
-  dot_blocks<BlockQ8_0, C>(k, kQK32, w, act, stride, y,
+  dot_blocks<BlockQ8_0, C>(k, 0.0f, w, act, stride, y,
                            [](const BlockQ8_0& x, const BlockQ8A32* const* a, int64_t b,
-                              __m256* acc) { q8_0_step<C>(x, a, b, acc); });
+                              __m256* acc, float* corr) { q8_0_step<C>(x, a, b, acc, corr); });
 }
 
 template <int C>
 void dot_q4_0(int64_t k, const void* w, const void* act, size_t stride, float* y) {
-  dot_blocks<BlockQ4_0, C>(k, kQK32, w, act, stride, y,
-                           [](const BlockQ4_0& x, const BlockQ8A32* const* a, int64_t b,
-                              __m256* acc) { q4q5_0_step<C, false>(&x, a, b, acc); });
+  dot_blocks<BlockQ4_0, C>(
+      k, 8.0f, w, act, stride, y,
+      [](const BlockQ4_0& x, const BlockQ8A32* const* a, int64_t b, __m256* acc, float* corr) {
+        q4q5_0_step<C, false>(&x, a, b, acc, corr);
+      });
 }
 
 template <int C>
 void dot_q5_0(int64_t k, const void* w, const void* act, size_t stride, float* y) {
-  dot_blocks<BlockQ5_0, C>(k, kQK32, w, act, stride, y,
-                           [](const BlockQ5_0& x, const BlockQ8A32* const* a, int64_t b,
-                              __m256* acc) { q4q5_0_step<C, true>(&x, a, b, acc); });
+  dot_blocks<BlockQ5_0, C>(
+      k, 16.0f, w, act, stride, y,
+      [](const BlockQ5_0& x, const BlockQ8A32* const* a, int64_t b, __m256* acc, float* corr) {
+        q4q5_0_step<C, true>(&x, a, b, acc, corr);
+      });
 }
 
 // ---- K-quants ----
@@ -327,11 +339,28 @@ VS_AVX2_INLINE void unpack_k_scales_u64(const uint8_t* s, uint64_t* sc, uint64_t
   *m = m_lo | (static_cast<uint64_t>(m_hi) << 32);
 }
 
-// Shuffle masks that broadcast int16 element j of each 128-bit lane to all 8 positions.
-VS_AVX2_INLINE __m256i bcast16_mask(int j) {
-  const char lo = static_cast<char>(2 * j), hi = static_cast<char>(2 * j + 1);
-  return _mm256_setr_epi8(lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi,
-                          lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi);
+// Shuffle-mask tables (constant data, loaded not built): kBcast16[j] broadcasts int16 element j
+// of each 128-bit lane to all 8 positions; kQ6Scales[v] gives Q6_K code vector v of a half its
+// two scales, int16 element 2v in the low lane and 2v + 1 in the high lane.
+struct alignas(32) Mask32 {
+  uint8_t b[32];
+};
+constexpr Mask32 bcast16(int lo_elem, int hi_elem) {
+  Mask32 m{};
+  for (int i = 0; i < 16; i += 2) {
+    m.b[i] = static_cast<uint8_t>(2 * lo_elem);
+    m.b[i + 1] = static_cast<uint8_t>(2 * lo_elem + 1);
+    m.b[16 + i] = static_cast<uint8_t>(2 * hi_elem);
+    m.b[16 + i + 1] = static_cast<uint8_t>(2 * hi_elem + 1);
+  }
+  return m;
+}
+constexpr Mask32 kBcast16[8] = {bcast16(0, 0), bcast16(1, 1), bcast16(2, 2), bcast16(3, 3),
+                                bcast16(4, 4), bcast16(5, 5), bcast16(6, 6), bcast16(7, 7)};
+constexpr Mask32 kQ6Scales[4] = {bcast16(0, 1), bcast16(2, 3), bcast16(4, 5), bcast16(6, 7)};
+
+VS_AVX2_INLINE __m256i load_mask(const Mask32& m) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(m.b));
 }
 
 template <int C, bool kFive>
@@ -359,6 +388,7 @@ void dot_qk_affine(int64_t k, const void* w, const void* act, size_t stride, flo
 
     __m256i isum[C];
     for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {  // 64-element chunks: sub-blocks 2j (low) and 2j + 1 (high)
       const __m256i q = loadu256(xb.qs + 32 * j);
       __m256i lo = _mm256_and_si256(q, low4);
@@ -369,8 +399,8 @@ void dot_qk_affine(int64_t k, const void* w, const void* act, size_t stride, flo
         lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(t, 4), bit4));
         hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(t, 3), bit4));
       }
-      const __m256i sc_lo = _mm256_shuffle_epi8(sc16, bcast16_mask(2 * j));
-      const __m256i sc_hi = _mm256_shuffle_epi8(sc16, bcast16_mask(2 * j + 1));
+      const __m256i sc_lo = _mm256_shuffle_epi8(sc16, load_mask(kBcast16[2 * j]));
+      const __m256i sc_hi = _mm256_shuffle_epi8(sc16, load_mask(kBcast16[2 * j + 1]));
       for (int c = 0; c < C; ++c) {
         const int8_t* aq = a[c][b].qs + 64 * j;
         const __m256i plo = _mm256_maddubs_epi16(lo, loadu256(aq));
@@ -397,17 +427,6 @@ void dot_q6_k(int64_t k, const void* w, const void* act, size_t stride, float* y
   const auto* x = static_cast<const BlockQ6_K*>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i bits45 = _mm256_set1_epi8(0x30);
-  // Per 32-byte code vector k of a half: low lane takes scale 2k, high lane scale 2k + 1.
-  const __m256i smask[4] = {
-      _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
-                       2, 3, 2, 3, 2, 3),
-      _mm256_setr_epi8(4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7,
-                       6, 7, 6, 7, 6, 7),
-      _mm256_setr_epi8(8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 10, 11, 10, 11, 10, 11, 10,
-                       11, 10, 11, 10, 11, 10, 11, 10, 11),
-      _mm256_setr_epi8(12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 14, 15, 14,
-                       15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15),
-  };
   __m256 acc[C];
   for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
 
@@ -417,6 +436,7 @@ void dot_q6_k(int64_t k, const void* w, const void* act, size_t stride, float* y
     const __m256i sc_all = _mm256_cvtepi8_epi16(sc8);  // 16 scales as int16, for the -32 offset
     __m256i isum[C];
     for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m256i sch =
           _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h == 0 ? sc8 : _mm_srli_si128(sc8, 8)));
@@ -432,8 +452,9 @@ void dot_q6_k(int64_t k, const void* w, const void* act, size_t stride, float* y
                              _mm256_and_si256(qh, bits45));
       v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
                              _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+#pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
-        const __m256i scj = _mm256_shuffle_epi8(sch, smask[j]);
+        const __m256i scj = _mm256_shuffle_epi8(sch, load_mask(kQ6Scales[j]));
         for (int c = 0; c < C; ++c) {
           const __m256i p = _mm256_maddubs_epi16(v[j], loadu256(a[c][b].qs + 128 * h + 32 * j));
           isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(p, scj));

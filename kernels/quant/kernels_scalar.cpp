@@ -33,7 +33,7 @@ void quantize_a32(const float* x, int64_t k, void* out) {
       sum += static_cast<int32_t>(q);
     }
     y[b].d = amax / 127.0f;
-    y[b].sum = sum;
+    y[b].s = y[b].d * static_cast<float>(sum);
   }
 }
 
@@ -108,26 +108,29 @@ float dot1_q8_0(int64_t k, const void* w, const void* a) {
   return acc;
 }
 
-// Q4_0: sum (q - 8) a = sum q a - 8 sum a, with q the unsigned nibble.
+// Q4_0 / Q5_0 with unsigned codes q: sum (q - L) a = sum q a - L sum a. The first part is the
+// block's integer dot; the second is applied as L * dw * (da * sum a), accumulated separately
+// (the AVX2 kernels do the same).
 float dot1_q4_0(int64_t k, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_0*>(w);
   const auto* y = static_cast<const BlockQ8A32*>(a);
-  float acc = 0.0f;
+  float acc = 0.0f, corr = 0.0f;
   for (int64_t b = 0; b < k / kQK32; ++b) {
     int32_t s = 0;
     for (int j = 0; j < 16; ++j) {
       s += (x[b].qs[j] & 15) * y[b].qs[j] + (x[b].qs[j] >> 4) * y[b].qs[j + 16];
     }
-    s -= 8 * y[b].sum;
-    acc += fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(s);
+    const float dw = fp16_to_fp32(x[b].d);
+    acc += dw * y[b].d * static_cast<float>(s);
+    corr += dw * y[b].s;
   }
-  return acc;
+  return acc - 8.0f * corr;
 }
 
 float dot1_q5_0(int64_t k, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ5_0*>(w);
   const auto* y = static_cast<const BlockQ8A32*>(a);
-  float acc = 0.0f;
+  float acc = 0.0f, corr = 0.0f;
   for (int64_t b = 0; b < k / kQK32; ++b) {
     uint32_t qh = 0;
     for (int i = 0; i < 4; ++i) qh |= static_cast<uint32_t>(x[b].qh[i]) << (8 * i);
@@ -137,10 +140,11 @@ float dot1_q5_0(int64_t k, const void* w, const void* a) {
       const int hi = (x[b].qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
       s += lo * y[b].qs[j] + hi * y[b].qs[j + 16];
     }
-    s -= 16 * y[b].sum;
-    acc += fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(s);
+    const float dw = fp16_to_fp32(x[b].d);
+    acc += dw * y[b].d * static_cast<float>(s);
+    corr += dw * y[b].s;
   }
-  return acc;
+  return acc - 16.0f * corr;
 }
 
 // Q4_K / Q5_K: sum over sub-blocks s of sc[s] * (sum q a) - m[s] * (sum a), in integers, then

@@ -149,11 +149,13 @@ void matvec(const WeightView& w, const float* x, float* y) {
   };
 
   // Equal chunks of >= kMinTaskBytes each, up to 4 per thread so a thread slowed by other load
-  // on the machine does not hold everyone up.
+  // on the machine does not hold everyone up, and a multiple of the thread count so that every
+  // thread gets the same share.
   const size_t total = static_cast<size_t>(w.rows) * w.row_bytes;
-  const int64_t max_chunks = 4 * static_cast<int64_t>(concurrency());
-  const int64_t chunks =
-      std::min<int64_t>({max_chunks, w.rows, static_cast<int64_t>(total / kMinTaskBytes)});
+  const int64_t threads = concurrency();
+  int64_t chunks =
+      std::min<int64_t>({4 * threads, w.rows, static_cast<int64_t>(total / kMinTaskBytes)});
+  if (chunks > threads) chunks -= chunks % threads;
   if (chunks <= 1) {
     run_rows(0, w.rows);
     return;

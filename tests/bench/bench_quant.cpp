@@ -1,0 +1,361 @@
+// Quantized matvec throughput at the default model's shapes (Gemma 3 270M: d_model 640,
+// q-projection 1024, FFN 2048, vocabulary 262144), per weight type, scalar vs AVX2, 1 vs 2
+// threads, against the machine's measured streaming-read bandwidth.
+//
+//   bench_quant [out.json] [--quick]        (default out.json: bench_quant.json)
+//
+// Two cache regimes per shape:
+//   cold: every call reads a different copy of the matrix, copies spanning >= 1 GiB, so weights
+//         come from DRAM as in decoding a whole model (~250 MB of weights per token);
+//   hot:  the same matrix every call (L2/L3-resident when it fits): the kernels' compute ceiling.
+// GB/s counts weight bytes read per second; GFLOP/s counts 2 * rows * k per call. Roofline is
+// cold GB/s over the streaming-read GB/s measured with the same thread count. Times are the best
+// ~10 ms batch (the machine is shared). A short prefill section times matmul of 64 tokens.
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/cpu_path.h"
+#include "kernels/cpu/matvec.h"
+#include "kernels/quant/quantize.h"
+
+using namespace vsynth::kernels;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr size_t kGiB = size_t{1} << 30;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string type_name(DType t) {
+  return std::string(dtype_info(t)->name);
+}
+
+// Page-aligned, touched buffer (so page faults are not timed).
+struct Buffer {
+  explicit Buffer(size_t n)
+      : bytes(n), data(static_cast<uint8_t*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096))) {
+    std::memset(data, 1, bytes);
+  }
+  ~Buffer() { std::free(data); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  size_t bytes;
+  uint8_t* data;
+};
+
+// Streaming read: sum 64-bit words with four accumulators over [p, p + n).
+uint64_t read_sum(const uint8_t* p, size_t n) {
+  const auto* w = reinterpret_cast<const uint64_t*>(p);
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  for (size_t i = 0; i + 4 <= n / 8; i += 4) {
+    a += w[i];
+    b += w[i + 1];
+    c += w[i + 2];
+    d += w[i + 3];
+  }
+  return a + b + c + d;
+}
+
+struct Stream {
+  double read_gbps[3] = {0, 0, 0};  // by thread count 1, 2
+  double copy_gbps = 0;             // memcpy, 1 thread, bytes read + written
+};
+
+Stream measure_stream(int reps) {
+  Stream s;
+  Buffer buf(kGiB);
+  volatile uint64_t sink = 0;
+  for (int threads : {1, 2}) {
+    tbb::task_arena arena(threads);
+    double best = 0;
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = Clock::now();
+      arena.execute([&] {
+        const size_t chunk = buf.bytes / static_cast<size_t>(threads);
+        tbb::parallel_for(
+            0, threads,
+            [&](int i) {
+              sink = sink + read_sum(buf.data + static_cast<size_t>(i) * chunk, chunk);
+            },
+            tbb::static_partitioner());
+      });
+      best = std::max(best, static_cast<double>(buf.bytes) / seconds_since(t0) / 1e9);
+    }
+    s.read_gbps[threads] = best;
+  }
+  {
+    const size_t half = buf.bytes / 2;
+    double best = 0;
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = Clock::now();
+      std::memcpy(buf.data + half, buf.data, half);
+      best = std::max(best, 2.0 * static_cast<double>(half) / seconds_since(t0) / 1e9);
+    }
+    s.copy_gbps = best;
+  }
+  return s;
+}
+
+struct Shape {
+  int64_t k, rows;
+  const char* what;
+};
+
+struct Result {
+  DType type;
+  Shape shape;
+  size_t bytes;
+  CpuPath path;
+  int threads;
+  std::string mode;
+  double us_per_call, gbps, gflops, roofline;
+};
+
+// Seconds per matvec call: calls rotate over `views` (one view = hot, many = cold) in batches of
+// ~10 ms; the fastest batch wins. The best batch rather than the mean, because this machine is
+// shared: a batch that another process interrupted says nothing about the kernel.
+double time_matvec(const std::vector<WeightView>& views, const float* x, float* y,
+                   double min_seconds, int threads) {
+  tbb::task_arena arena(threads);
+  double best = 1e30;
+  arena.execute([&] {
+    size_t next = 0;
+    const auto call = [&] {
+      matvec(views[next], x, y);
+      next = next + 1 == views.size() ? 0 : next + 1;
+    };
+    auto t0 = Clock::now();
+    call();  // warm-up, and a first estimate of the call time
+    call();
+    const double first = seconds_since(t0) / 2;
+    const int64_t batch = std::max<int64_t>(2, static_cast<int64_t>(0.01 / std::max(first, 1e-9)));
+    const auto start = Clock::now();
+    int batches = 0;
+    while (seconds_since(start) < min_seconds || batches < 3) {
+      t0 = Clock::now();
+      for (int64_t i = 0; i < batch; ++i) call();
+      best = std::min(best, seconds_since(t0) / static_cast<double>(batch));
+      ++batches;
+    }
+  });
+  return best;
+}
+
+// Seconds per matmul call of n tokens (prefill), hot weights, best of batches as above.
+double time_matmul(const WeightView& w, const float* X, int64_t n, float* Y, double min_seconds,
+                   int threads) {
+  tbb::task_arena arena(threads);
+  double best = 1e30;
+  arena.execute([&] {
+    matmul(w, X, n, Y);  // warm-up
+    const auto start = Clock::now();
+    int calls = 0;
+    while (seconds_since(start) < min_seconds || calls < 3) {
+      const auto t0 = Clock::now();
+      matmul(w, X, n, Y);
+      best = std::min(best, seconds_since(t0));
+      ++calls;
+    }
+  });
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out_path = "bench_quant.json";
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else if (a == "-h" || a == "--help") {
+      std::printf("usage: %s [out.json] [--quick]\n", argv[0]);
+      return 0;
+    } else {
+      out_path = a;
+    }
+  }
+  const double min_seconds = quick ? 0.05 : 0.25;
+
+  std::vector<CpuPath> paths{CpuPath::Scalar};
+  if (cpu_path_available(CpuPath::Avx2)) paths.push_back(CpuPath::Avx2);
+
+  std::printf("measuring streaming bandwidth over a 1 GiB buffer...\n");
+  const Stream stream = measure_stream(quick ? 3 : 6);
+  std::printf("stream read: %.1f GB/s (1 thread), %.1f GB/s (2 threads); memcpy %.1f GB/s\n\n",
+              stream.read_gbps[1], stream.read_gbps[2], stream.copy_gbps);
+
+  const std::vector<DType> types = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K,
+                                    DType::Q6_K, DType::F16,  DType::BF16, DType::F32};
+  const std::vector<Shape> shapes = {{640, 1024, "attn_q"},
+                                     {640, 2048, "ffn_up/gate"},
+                                     {1024, 640, "attn_output"},
+                                     {2048, 640, "ffn_down"},
+                                     {640, 262144, "output (tied embd)"}};
+
+  std::vector<Result> results;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::printf("%-6s %-20s %9s %-6s %3s %-5s %10s %8s %8s %8s\n", "type", "shape (k x rows)", "MB",
+              "path", "thr", "cache", "us/call", "GB/s", "GFLOP/s", "roofline");
+  for (DType t : types) {
+    for (const Shape& s : shapes) {
+      const int64_t be = quant_block_elems(t);
+      if (s.k % be != 0) continue;                         // K-quants need k % 256 == 0
+      if (s.rows == 262144 && t != DType::Q8_0) continue;  // the model stores it as Q8_0
+      const size_t row_bytes = row_size(t, s.k);
+      const size_t bytes = row_bytes * static_cast<size_t>(s.rows);
+      // One quantized matrix, then as many copies as span >= 1 GiB for the cold runs.
+      std::vector<uint8_t> one(bytes);
+      std::vector<float> src(static_cast<size_t>(s.k));
+      for (int64_t r = 0; r < s.rows; ++r) {
+        if (r < 64) {
+          for (float& v : src) v = normal(rng);
+          quantize_row(t, src.data(), s.k, one.data() + static_cast<size_t>(r) * row_bytes);
+        } else {  // rows beyond 64 repeat earlier ones: same work, faster setup
+          std::memcpy(one.data() + static_cast<size_t>(r) * row_bytes,
+                      one.data() + static_cast<size_t>(r % 64) * row_bytes, row_bytes);
+        }
+      }
+      const size_t copies = std::max<size_t>(2, (kGiB + bytes - 1) / bytes);
+      Buffer cold(bytes * copies);
+      for (size_t c = 0; c < copies; ++c) std::memcpy(cold.data + c * bytes, one.data(), bytes);
+      std::vector<WeightView> cold_views, hot_view;
+      for (size_t c = 0; c < copies; ++c) {
+        cold_views.push_back(make_weight_view(t, s.rows, s.k, cold.data + c * bytes));
+      }
+      hot_view.push_back(make_weight_view(t, s.rows, s.k, one.data()));
+      std::vector<float> x(static_cast<size_t>(s.k)), y(static_cast<size_t>(s.rows));
+      for (float& v : x) v = normal(rng);
+
+      for (CpuPath path : paths) {
+        set_cpu_path(path);
+        for (int threads : {1, 2}) {
+          for (const char* mode : {"cold", "hot"}) {
+            const bool is_cold = std::string(mode) == "cold";
+            if (!is_cold && bytes > 64 * (size_t{1} << 20)) continue;  // can't be cache-hot
+            const double sec = time_matvec(is_cold ? cold_views : hot_view, x.data(), y.data(),
+                                           min_seconds, threads);
+            Result r{t,
+                     s,
+                     bytes,
+                     path,
+                     threads,
+                     mode,
+                     sec * 1e6,
+                     static_cast<double>(bytes) / sec / 1e9,
+                     2.0 * static_cast<double>(s.rows) * static_cast<double>(s.k) / sec / 1e9,
+                     0};
+            r.roofline = is_cold ? r.gbps / stream.read_gbps[threads] : 0;
+            char shape[48];
+            std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(s.k),
+                          static_cast<long long>(s.rows));
+            std::printf(
+                "%-6s %-20s %9.2f %-6s %3d %-5s %10.1f %8.1f %8.1f %8s\n", type_name(t).c_str(),
+                shape, static_cast<double>(bytes) / 1e6, std::string(to_string(path)).c_str(),
+                threads, mode, r.us_per_call, r.gbps, r.gflops,
+                is_cold ? (std::to_string(static_cast<int>(r.roofline * 100 + 0.5)) + "%").c_str()
+                        : "-");
+            std::fflush(stdout);
+            results.push_back(r);
+          }
+        }
+      }
+    }
+  }
+
+  // Prefill: matmul of 64 tokens at the FFN shapes (hot weights), GFLOP/s.
+  struct MatmulResult {
+    DType type;
+    Shape shape;
+    CpuPath path;
+    int threads;
+    double ms, gflops;
+  };
+  std::vector<MatmulResult> mm;
+  const int64_t n_tokens = 64;
+  std::printf("\nprefill matmul, %lld tokens, hot weights\n", static_cast<long long>(n_tokens));
+  std::printf("%-6s %-12s %-6s %3s %10s %9s\n", "type", "k x rows", "path", "thr", "ms/call",
+              "GFLOP/s");
+  for (DType t : {DType::Q8_0, DType::Q5_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
+    const Shape s = quant_block_elems(t) == 256 ? Shape{2048, 640, "ffn_down"}
+                                                : Shape{640, 2048, "ffn_up/gate"};
+    const size_t row_bytes = row_size(t, s.k);
+    std::vector<uint8_t> wdata(row_bytes * static_cast<size_t>(s.rows));
+    std::vector<float> src(static_cast<size_t>(s.k));
+    for (int64_t r = 0; r < s.rows; ++r) {
+      for (float& v : src) v = normal(rng);
+      quantize_row(t, src.data(), s.k, wdata.data() + static_cast<size_t>(r) * row_bytes);
+    }
+    std::vector<float> X(static_cast<size_t>(n_tokens * s.k)),
+        Y(static_cast<size_t>(n_tokens * s.rows));
+    for (float& v : X) v = normal(rng);
+    const WeightView w = make_weight_view(t, s.rows, s.k, wdata.data());
+    for (CpuPath path : paths) {
+      set_cpu_path(path);
+      for (int threads : {1, 2}) {
+        const double sec = time_matmul(w, X.data(), n_tokens, Y.data(), min_seconds, threads);
+        const double gflops = 2.0 * static_cast<double>(n_tokens * s.rows * s.k) / sec / 1e9;
+        std::printf("%-6s %4lldx%-7lld %-6s %3d %10.3f %9.1f\n", type_name(t).c_str(),
+                    static_cast<long long>(s.k), static_cast<long long>(s.rows),
+                    std::string(to_string(path)).c_str(), threads, sec * 1e3, gflops);
+        mm.push_back({t, s, path, threads, sec * 1e3, gflops});
+      }
+    }
+  }
+
+  nlohmann::json j;
+  j["command"] = "bench_quant" + std::string(quick ? " --quick" : "");
+  j["stream"] = {{"read_gbps_1_thread", stream.read_gbps[1]},
+                 {"read_gbps_2_threads", stream.read_gbps[2]},
+                 {"memcpy_gbps_1_thread", stream.copy_gbps},
+                 {"buffer_bytes", kGiB}};
+  j["results"] = nlohmann::json::array();
+  for (const Result& r : results) {
+    j["results"].push_back({{"type", type_name(r.type)},
+                            {"k", r.shape.k},
+                            {"rows", r.shape.rows},
+                            {"tensor", r.shape.what},
+                            {"weight_bytes", r.bytes},
+                            {"path", std::string(to_string(r.path))},
+                            {"threads", r.threads},
+                            {"cache", r.mode},
+                            {"us_per_call", r.us_per_call},
+                            {"gbps", r.gbps},
+                            {"gflops", r.gflops},
+                            {"roofline", r.roofline}});
+  }
+  j["matmul"] = nlohmann::json::array();
+  for (const MatmulResult& r : mm) {
+    j["matmul"].push_back({{"type", type_name(r.type)},
+                           {"k", r.shape.k},
+                           {"rows", r.shape.rows},
+                           {"tokens", n_tokens},
+                           {"path", std::string(to_string(r.path))},
+                           {"threads", r.threads},
+                           {"ms_per_call", r.ms},
+                           {"gflops", r.gflops}});
+  }
+  std::ofstream(out_path) << j.dump(2) << "\n";
+  std::printf("\nwrote %s\n", out_path.c_str());
+  return 0;
+}

@@ -1,0 +1,19 @@
+// SentencePiece-style merging (tokenizer.ggml.model = "llama": Gemma, Llama 1/2).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "kernels/tokenizer/vocab_index.h"
+
+namespace vsynth::kernels::tok {
+
+// Tokenizes one fragment of text whose spaces are already U+2581 and appends the ids.
+// The fragment is split into UTF-8 characters; then, repeatedly, the adjacent pair whose
+// concatenation is a vocabulary piece with the highest score is merged (the leftmost pair on a
+// tie), until no pair is a piece. Characters that are not pieces become byte tokens (<0xXX>),
+// or `unk` where the vocabulary has no byte token; with neither the byte is dropped.
+void spm_encode(const VocabIndex& vocab, std::string_view text, TokenId unk,
+                std::vector<TokenId>& out);
+
+}  // namespace vsynth::kernels::tok

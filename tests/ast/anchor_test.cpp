@@ -1,0 +1,364 @@
+// Anchoring per language: for a cursor inside a method, the smallest node, the enclosing
+// function and class, the module's package, the imports and the nearby identifiers; cursor
+// conventions and out-of-range errors.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "stages/ast/anchor.h"
+#include "stages/ast/error.h"
+#include "tests/ast/ast_test_util.h"
+
+namespace ast = vsynth::stages::ast;
+
+namespace {
+
+struct Expect {
+  const char* file;
+  const char* marker;
+  const char* node_type;  // smallest named node at the cursor
+  const char* node_text;
+  const char* function_type;
+  const char* function_name;
+  const char* class_name;  // "" for none
+  std::size_t imports;
+  const char* first_import;
+  const char* module_name;
+  std::vector<const char*> nearby;  // must all be among the 6 nearest identifiers
+};
+
+std::vector<std::string> scope_names(const ast::Anchor& a) {
+  std::vector<std::string> out;
+  for (const ast::Scope& s : a.scopes) {
+    out.push_back(std::string(ast::to_string(s.kind)) + ":" + std::string(s.info.name));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("anchoring a cursor inside a method, per language", "[ast][anchor]") {
+  const std::vector<Expect> cases = {
+      {"sample.py",
+       "a",
+       "identifier",
+       "amount",
+       "function_definition",
+       "restock",
+       "Inventory",
+       6,
+       "from __future__ import annotations",
+       "",
+       {"amount", "item", "quantity"}},
+      {"sample.c",
+       "a",
+       "identifier",
+       "value",
+       "function_definition",
+       "ring_push",
+       "",
+       3,
+       "#include <stdio.h>",
+       "",
+       {"value", "r", "cap"}},
+      {"sample.cpp",
+       "a",
+       "identifier",
+       "quantity",
+       "function_definition",
+       "add",
+       "Cart",
+       4,
+       "#include <map>",
+       "",
+       {"quantity", "it", "second"}},
+      {"sample.go",
+       "a",
+       "identifier",
+       "n",
+       "method_declaration",
+       "Take",
+       "Store",
+       1,
+       "import (\n\t\"errors\"\n\t\"fmt\"\n\t\"sort\"\n)",
+       "inventory",
+       {"n", "have", "levels"}},
+      {"sample.java",
+       "a",
+       "identifier",
+       "price",
+       "method_declaration",
+       "add",
+       "Cart",
+       3,
+       "import java.util.ArrayList;",
+       "com.example.shop",
+       {"price", "total", "sku"}},
+      {"sample.js",
+       "a",
+       "identifier",
+       "item",
+       "method_definition",
+       "push",
+       "Queue",
+       2,
+       "import fs from \"node:fs\";",
+       "",
+       {"item", "push", "limit"}},
+      {"sample.ts",
+       "a",
+       "identifier",
+       "job",
+       "method_definition",
+       "submit",
+       "Scheduler",
+       2,
+       "import { EventEmitter } from \"events\";",
+       "",
+       {"job", "push", "queue"}},
+      {"sample.tsx",
+       "a",
+       "identifier",
+       "title",
+       "method_definition",
+       "render",
+       "Panel",
+       1,
+       "import React, { useState } from \"react\";",
+       "",
+       {"title", "label", "props"}},
+      {"sample.rs",
+       "a",
+       "identifier",
+       "amount",
+       "function_item",
+       "deposit",
+       "Ledger",
+       2,
+       "use std::collections::HashMap;",
+       "",
+       {"amount", "entry", "or_insert"}},
+  };
+  for (const Expect& e : cases) {
+    INFO(e.file << " <@" << e.marker << ">");
+    const auto s = ast::test::load_sample(e.file);
+    const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+    const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(s.at(e.marker)));
+
+    CHECK(a.byte == s.at(e.marker));
+    CHECK(a.node.type == e.node_type);
+    CHECK(file.text(a.node.node) == e.node_text);
+
+    REQUIRE(a.function.has_value());
+    CHECK(a.function->type == e.function_type);
+    CHECK(a.function->name == e.function_name);
+    CHECK(a.function->span.start_byte <= a.byte);
+    CHECK(a.byte <= a.function->span.end_byte);
+
+    if (std::string(e.class_name).empty()) {
+      CHECK_FALSE(a.enclosing_class.has_value());
+    } else {
+      REQUIRE(a.enclosing_class.has_value());
+      CHECK(a.enclosing_class->name == e.class_name);
+    }
+
+    CHECK(a.module.type == ts_node_type(file.root()));
+    CHECK(a.module.name == e.module_name);
+    REQUIRE(a.imports.size() == e.imports);
+    CHECK(a.imports.front().name == e.first_import);
+    for (std::size_t i = 1; i < a.imports.size(); ++i) {
+      CHECK(a.imports[i - 1].span.end_byte <= a.imports[i].span.start_byte);
+    }
+
+    // Identifiers: the one under the cursor first (distance 0), then by distance, no repeats.
+    REQUIRE(!a.identifiers.empty());
+    CHECK(a.identifiers.front().name == e.node_text);
+    CHECK(a.identifiers.front().distance == 0);
+    std::set<std::string_view> seen;
+    for (std::size_t i = 0; i < a.identifiers.size(); ++i) {
+      CHECK(seen.insert(a.identifiers[i].name).second);
+      if (i > 0) CHECK(a.identifiers[i - 1].distance <= a.identifiers[i].distance);
+      // Only identifiers of the enclosing function are considered.
+      CHECK(a.identifiers[i].span.start_byte >= a.function->span.start_byte);
+      CHECK(a.identifiers[i].span.end_byte <= a.function->span.end_byte);
+    }
+    std::set<std::string_view> top;
+    for (std::size_t i = 0; i < a.identifiers.size() && i < 6; ++i)
+      top.insert(a.identifiers[i].name);
+    for (const char* want : e.nearby) {
+      INFO("nearby identifier " << want);
+      CHECK(top.count(want) == 1);
+    }
+    CHECK(a.scopes.front().kind == ast::ScopeKind::Function);
+  }
+}
+
+TEST_CASE("anchoring: lambdas, closures and arrow functions take their parent's name",
+          "[ast][anchor]") {
+  struct Case {
+    const char* file;
+    const char* marker;
+    const char* function_type;
+    std::vector<std::string> scopes;
+  };
+  const Case cases[] = {
+      {"sample.py", "lambda", "lambda", {"function:double", "function:main"}},
+      {"sample.cpp", "lambda", "lambda_expression", {"function:twice", "function:main"}},
+      {"sample.js", "arrow", "arrow_function", {"function:double"}},
+      {"sample.tsx", "arrow", "arrow_function", {"function:increment", "function:Counter"}},
+      {"sample.rs",
+       "closure",
+       "closure_expression",
+       {"function:double", "function:check", "namespace:tests"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.file << " <@" << c.marker << ">");
+    const auto s = ast::test::load_sample(c.file);
+    const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+    const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(s.at(c.marker)));
+    REQUIRE(a.function.has_value());
+    CHECK(a.function->type == c.function_type);
+    CHECK(scope_names(a) == c.scopes);
+  }
+}
+
+TEST_CASE("anchoring: C/C++ declarator names, structs, namespaces", "[ast][anchor]") {
+  SECTION("a cursor in a struct body is in that struct") {
+    const auto s = ast::test::load_sample("sample.c");
+    const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+    const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(s.at("field")));
+    CHECK(a.node.type == "field_identifier");
+    CHECK_FALSE(a.function.has_value());
+    REQUIRE(a.enclosing_class.has_value());
+    CHECK(a.enclosing_class->type == "struct_specifier");
+    CHECK(a.enclosing_class->name == "ring");
+  }
+  SECTION("a function returning a function pointer is named through its declarators") {
+    const auto s = ast::test::load_sample("sample.c");
+    const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+    const auto at = static_cast<uint32_t>(s.source.find("return which"));
+    const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(at));
+    REQUIRE(a.function.has_value());
+    CHECK(a.function->name == "pick");
+  }
+  SECTION("an out-of-class C++ method is named with its class, inside its namespace") {
+    const auto s = ast::test::load_sample("sample.cpp");
+    const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+    const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(s.at("out")));
+    REQUIRE(a.function.has_value());
+    CHECK(a.function->name == "Cart::total");
+    CHECK(scope_names(a) == std::vector<std::string>{"function:Cart::total", "namespace:shop"});
+  }
+}
+
+TEST_CASE("anchoring: a Python cursor on a blank indented line belongs to the block above",
+          "[ast][anchor]") {
+  const auto s = ast::test::load_sample("sample.py");
+  const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+  const uint32_t blank = s.at("blank");
+  const ast::Anchor deep = ast::anchor(file, ast::Cursor::at_byte(blank));
+  REQUIRE(deep.function.has_value());
+  CHECK(deep.function->name == "restock");
+  CHECK(deep.enclosing_class->name == "Inventory");
+  CHECK(deep.node.type == "function_definition");
+
+  // The same blank line at the method's own indentation is in the class, not the method.
+  const ast::Anchor shallow = ast::anchor(file, ast::Cursor::at_byte(blank - 4));
+  CHECK(file.point_at(blank - 4).column == 4);
+  CHECK_FALSE(shallow.function.has_value());
+  REQUIRE(shallow.enclosing_class.has_value());
+  CHECK(shallow.enclosing_class->name == "Inventory");
+
+  // At column 0 the tree decides: the class's block spans the blank line (`total` follows).
+  const ast::Anchor col0 = ast::anchor(file, ast::Cursor::at_byte(blank - 8));
+  CHECK_FALSE(col0.function.has_value());
+  CHECK(col0.enclosing_class->name == "Inventory");
+
+  // Below the file's last statement: indented, in `main`; at column 0, module level.
+  const uint32_t eof = s.at("eof");
+  const ast::Anchor in_main = ast::anchor(file, ast::Cursor::at_byte(eof));
+  REQUIRE(in_main.function.has_value());
+  CHECK(in_main.function->name == "main");
+  const ast::Anchor top = ast::anchor(file, ast::Cursor::at_byte(eof - 4));
+  CHECK(top.scopes.empty());
+  CHECK(top.node.type == "module");
+}
+
+TEST_CASE("anchoring: the three cursor conventions agree", "[ast][anchor]") {
+  const auto s = ast::test::load_sample("sample.java");
+  const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+  const uint32_t byte = s.at("a");
+  const TSPoint p = file.point_at(byte);
+  CHECK(p.row == 17);  // "        total += pri|ce;" is the 18th line
+  CHECK(p.column == 20);
+  CHECK(file.byte_at(p) == byte);
+  const ast::Anchor by_byte = ast::anchor(file, ast::Cursor::at_byte(byte));
+  const ast::Anchor by_point = ast::anchor(file, ast::Cursor::at(p.row, p.column));
+  const ast::Anchor by_line = ast::anchor(file, ast::Cursor::at_one_based(18, 21));
+  CHECK(by_point.byte == byte);
+  CHECK(by_line.byte == byte);
+  CHECK(by_point.node.span.start_byte == by_byte.node.span.start_byte);
+  CHECK(by_line.function->name == "add");
+
+  // The end of a line and the end of the file are valid cursors.
+  CHECK_NOTHROW(ast::anchor(file, ast::Cursor::at(p.row, file.row_length(p.row))));
+  CHECK_NOTHROW(ast::anchor(file, ast::Cursor::at_byte(static_cast<uint32_t>(s.source.size()))));
+}
+
+TEST_CASE("anchoring: the identifier being typed wins over what follows it", "[ast][anchor]") {
+  const ast::ParsedFile file("snippet.py", ast::Language::named("python"),
+                             "def f(items):\n    return len(items)\n");
+  // Right after `len`, before `(`: the word being typed is `len`.
+  const auto after_len = static_cast<uint32_t>(file.source().rfind("(items)"));
+  const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(after_len));
+  CHECK(file.text(a.node.node) == "len");
+  // At the end of the line (before '\n') the last node on it counts: `)` ends the call.
+  const auto eol = static_cast<uint32_t>(file.source().rfind('\n'));
+  const ast::Anchor b = ast::anchor(file, ast::Cursor::at_byte(eol));
+  CHECK(b.function->name == "f");
+}
+
+TEST_CASE("anchoring: identifiers are limited and ordered", "[ast][anchor]") {
+  const auto s = ast::test::load_sample("sample.go");
+  const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+  const ast::Anchor all = ast::anchor(file, ast::Cursor::at_byte(s.at("a")), {0});
+  const ast::Anchor three = ast::anchor(file, ast::Cursor::at_byte(s.at("a")), {3});
+  REQUIRE(all.identifiers.size() > 3);
+  REQUIRE(three.identifiers.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(three.identifiers[i].name == all.identifiers[i].name);
+  // `ErrUnknown` is used in Take; `sort` is only used in SKUs and must not appear.
+  std::set<std::string_view> names;
+  for (const auto& r : all.identifiers) names.insert(r.name);
+  CHECK(names.count("ErrUnknown") == 1);
+  CHECK(names.count("sort") == 0);
+}
+
+TEST_CASE("anchoring: out-of-range cursors are refused with the valid range", "[ast][anchor]") {
+  const ast::ParsedFile file("src/tiny.py", ast::Language::named("python"),
+                             "import os\n\ndef f():\n    return 1\n");
+  // Rows 0..4 (the text ends with '\n', so row 4 is empty); 33 bytes.
+  REQUIRE(file.row_count() == 5);
+  REQUIRE(file.source().size() == 33);
+
+  CHECK_THROWS_AS(ast::anchor(file, ast::Cursor::at(5, 0)), ast::AstError);
+  CHECK_THROWS_WITH(ast::anchor(file, ast::Cursor::at(5, 0)),
+                    "src/tiny.py: cursor at row 5, column 0 (0-based) is outside the file: valid "
+                    "rows are 0..4 (the file has 5 rows)");
+  CHECK_THROWS_WITH(ast::anchor(file, ast::Cursor::at_one_based(9, 1)),
+                    "src/tiny.py: cursor at line 9, column 1 (1-based) is outside the file: valid "
+                    "lines are 1..5 (the file has 5 lines)");
+  CHECK_THROWS_WITH(ast::anchor(file, ast::Cursor::at_one_based(3, 10)),
+                    "src/tiny.py: cursor at line 3, column 10 (1-based) is past the end of line 3: "
+                    "valid columns are 1..9 (line 3 has 8 bytes; columns count bytes)");
+  CHECK_THROWS_WITH(ast::anchor(file, ast::Cursor::at(2, 9)),
+                    Catch::Contains("past the end of row 2: valid columns are 0..8"));
+  CHECK_THROWS_WITH(ast::anchor(file, ast::Cursor::at_byte(34)),
+                    "src/tiny.py: cursor at byte offset 34 is outside the file: valid byte "
+                    "offsets are 0..33 (the file has 33 bytes)");
+  CHECK_THROWS_WITH(ast::Cursor::at_one_based(0, 1), Catch::Contains("not 1-based"));
+  CHECK_NOTHROW(ast::anchor(file, ast::Cursor::at_one_based(3, 9)));
+  CHECK_NOTHROW(ast::anchor(file, ast::Cursor::at(4, 0)));
+  CHECK_THROWS_WITH(file.byte_at(TSPoint{7, 0}), Catch::Contains("src/tiny.py: row 7"));
+}

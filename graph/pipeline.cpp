@@ -76,6 +76,7 @@ struct PipelineImpl {
     for (const auto& s : spec.stages) stage_names.push_back(s.name);
     if (!opts.trace_path.empty()) trace = std::make_unique<TraceWriter>(opts.trace_path);
     build();
+    watch_block_edges();
   }
 
   Pipeline& p;
@@ -355,11 +356,45 @@ struct PipelineImpl {
     gate_cv.notify_one();
   }
 
-  // A `block` edge whose queue is full: admission waits for it to drain.
-  bool pressure() const {
+  // For each `block` edge: the stages whose items can still reach it (its source and
+  // everything upstream of it). The edge counts as full when those items plus its queue reach
+  // its capacity, so admitting one more item can never push the queue past it (give or take
+  // an item moving between stages at that instant).
+  std::vector<std::pair<const ResolvedEdge*, std::vector<int>>> block_watch;
+
+  void watch_block_edges() {
+    const int n = static_cast<int>(spec.stages.size());
     for (const auto& e : spec.edges) {
-      if (e.to == kOut || e.policy != QueuePolicy::Block) continue;
-      if (p.metrics_[e.to]->queued.load(std::memory_order_relaxed) >= e.capacity) return true;
+      if (e.to == kOut || e.back_edge || e.policy != QueuePolicy::Block) continue;
+      std::vector<bool> up(n, false);
+      std::vector<int> todo{e.from};
+      up[e.from] = true;
+      while (!todo.empty()) {
+        const int v = todo.back();
+        todo.pop_back();
+        for (const auto& f : spec.edges) {
+          if (f.to == v && !f.back_edge && !up[f.from]) {
+            up[f.from] = true;
+            todo.push_back(f.from);
+          }
+        }
+      }
+      std::vector<int> stages;
+      for (int i = 0; i < n; ++i) {
+        if (up[i]) stages.push_back(i);
+      }
+      block_watch.emplace_back(&e, std::move(stages));
+    }
+  }
+
+  bool pressure() const {
+    for (const auto& [e, upstream] : block_watch) {
+      int64_t held = p.metrics_[e->to]->queued.load(std::memory_order_relaxed);
+      for (int u : upstream) {
+        held += p.metrics_[u]->queued.load(std::memory_order_relaxed) +
+                p.metrics_[u]->in_flight.load(std::memory_order_relaxed);
+      }
+      if (held >= e->capacity) return true;
     }
     return false;
   }

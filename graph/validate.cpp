@@ -351,31 +351,32 @@ std::optional<ValidatedPipeline> validate(const PipelineSpec& spec, const Regist
       diags.error("edge.endpoint", e.mark, "`in` is the pipeline's input; no edge enters it");
       continue;
     }
-    int to = kOut;
-    if (e.to != "out") {
+    const std::string from_text = e.from_port.empty() ? e.from : e.from + "." + e.from_port;
+    auto find_to = [&]() -> std::optional<int> {
+      if (e.to == "out") return kOut;
       auto it = index.find(e.to);
-      if (it == index.end()) {
-        diags.error(
-            "edge.endpoint", e.mark,
-            fmt::format("edge {} -> {}: no stage named `{}`;{} valid: {}", e.from, e.to, e.to,
-                        suggestion(e.to, names_with_out), join_names(names_with_out)));
-        continue;
-      }
-      to = it->second;
-    }
+      if (it != index.end()) return it->second;
+      diags.error("edge.endpoint", e.mark,
+                  fmt::format("edge {} -> {}: no stage named `{}`;{} valid: {}", from_text, e.to,
+                              e.to, suggestion(e.to, names_with_out), join_names(names_with_out)));
+      return std::nullopt;
+    };
     if (e.from == "in") {
-      if (to == kOut) {
+      auto to = find_to();
+      if (!to) continue;
+      if (*to == kOut) {
         diags.error("edge.endpoint", e.mark, "edge in -> out connects nothing");
         continue;
       }
-      explicit_entries.push_back(to);
+      explicit_entries.push_back(*to);
       continue;
     }
     auto it = index.find(e.from);
     if (it == index.end()) {
       diags.error("edge.endpoint", e.mark,
-                  fmt::format("edge {} -> {}: no stage named `{}`;{} valid: {}", e.from, e.to,
+                  fmt::format("edge {} -> {}: no stage named `{}`;{} valid: {}", from_text, e.to,
                               e.from, suggestion(e.from, stage_names), join_names(stage_names)));
+      find_to();
       continue;
     }
     const int from = it->second;
@@ -395,6 +396,12 @@ std::optional<ValidatedPipeline> validate(const PipelineSpec& spec, const Regist
       }
       port = *p;
     }
+    auto to_found = find_to();
+    if (!to_found) {
+      fs.port_edges[port] = -2;  // wired to a bad target: reported above, not "unbound"
+      continue;
+    }
+    const int to = *to_found;
     if (auto b = bound.find({from, port}); b != bound.end()) {
       diags.error("port.bound", e.mark,
                   fmt::format("port `{}.{}` is already connected (at line {}); a port feeds "
@@ -439,7 +446,7 @@ std::optional<ValidatedPipeline> validate(const PipelineSpec& spec, const Regist
     const ResolvedStage& s = vp.stages[i];
     if (!s.kind) continue;
     for (std::size_t p = 0; p < s.port_edges.size(); ++p) {
-      if (s.port_edges[p] >= 0) continue;
+      if (s.port_edges[p] != -1) continue;
       const auto& port = s.kind->contract.ports[p];
       diags.error("port.unbound", stage_specs[i]->mark,
                   fmt::format("port `{}.{}` of stage `{}` ({}) is not connected; connect it, e.g. "
@@ -552,7 +559,6 @@ std::optional<ValidatedPipeline> validate(const PipelineSpec& spec, const Regist
         if (--deg[v] == 0) q.push_back(v);
       }
     }
-    std::vector<std::string> lacking_via(n);
     for (int u : order) {
       if (!avail[u]) avail[u] = std::set<std::string>{};
       std::set<std::string> out = *avail[u];
@@ -564,8 +570,6 @@ std::optional<ValidatedPipeline> validate(const PipelineSpec& spec, const Regist
           std::set<std::string> inter;
           std::set_intersection(avail[v]->begin(), avail[v]->end(), out.begin(), out.end(),
                                 std::inserter(inter, inter.begin()));
-          if (inter.size() < avail[v]->size() && lacking_via[v].empty())
-            lacking_via[v] = vp.stages[u].name;
           avail[v] = std::move(inter);
         }
       }
@@ -575,14 +579,24 @@ std::optional<ValidatedPipeline> validate(const PipelineSpec& spec, const Regist
       for (const auto& f : c.requires_facets) {
         if (avail[i] && avail[i]->count(f)) continue;
         const auto providers = registry.providers_of(f);
-        diags.error(
-            "facet.missing", stage_specs[i]->mark,
-            fmt::format("stage `{}` ({}) requires facet `{}`, but it is not provided "
-                        "upstream on every path{}; stage kinds that provide it: {}",
-                        vp.stages[i].name, c.kind, f,
-                        lacking_via[i].empty() ? std::string()
-                                               : fmt::format(" (not via `{}`)", lacking_via[i]),
-                        join_names(providers)));
+        std::string via;  // a forward predecessor whose items lack the facet
+        for (const auto& e : vp.edges) {
+          if (e.to != i || e.back_edge) continue;
+          const auto& pc = vp.stages[e.from].kind->contract;
+          const bool has = (avail[e.from] && avail[e.from]->count(f)) ||
+                           std::find(pc.provides_facets.begin(), pc.provides_facets.end(), f) !=
+                               pc.provides_facets.end();
+          if (!has) {
+            via = vp.stages[e.from].name;
+            break;
+          }
+        }
+        diags.error("facet.missing", stage_specs[i]->mark,
+                    fmt::format("stage `{}` ({}) requires facet `{}`, but it is not provided "
+                                "upstream on every path{}; stage kinds that provide it: {}",
+                                vp.stages[i].name, c.kind, f,
+                                via.empty() ? std::string() : fmt::format(" (not via `{}`)", via),
+                                join_names(providers)));
       }
     }
   }

@@ -1,0 +1,161 @@
+#include "stages/ast/anchor_stage.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <utility>
+
+#include "stages/ast/error.h"
+
+namespace vsynth::stages::ast {
+
+namespace {
+
+nlohmann::json::json_pointer pointer_param(const graph::StageContext& ctx, const char* name) {
+  const std::string& text = ctx.params.string(name);
+  try {
+    return nlohmann::json::json_pointer(text);
+  } catch (const nlohmann::json::exception&) {
+    throw AstError(
+        fmt::format("stage `{}` (ast.anchor): `{}` must be a JSON pointer such as "
+                    "/path, got `{}`",
+                    ctx.name, name, text));
+  }
+}
+
+const nlohmann::json* lookup(const nlohmann::json& data, const nlohmann::json::json_pointer& p) {
+  return data.contains(p) ? &data.at(p) : nullptr;
+}
+
+const std::string& string_field(const graph::Item& item, const nlohmann::json::json_pointer& p) {
+  const nlohmann::json* v = lookup(item.task().data, p);
+  if (!v || !v->is_string()) {
+    throw AstError(fmt::format("task `{}`: field {} must be a string ({})", item.id(),
+                               p.to_string(),
+                               v ? fmt::format("got {}", v->type_name()) : "absent"));
+  }
+  return v->get_ref<const std::string&>();
+}
+
+uint32_t cursor_number(const graph::Item& item, const nlohmann::json::json_pointer& p,
+                       const nlohmann::json& cursor, const char* key) {
+  const auto it = cursor.find(key);
+  if (it == cursor.end() || !it->is_number_integer() || it->get<int64_t>() < 0 ||
+      it->get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
+    throw AstError(fmt::format("task `{}`: {}/{} must be a non-negative integer ({})", item.id(),
+                               p.to_string(), key,
+                               it == cursor.end() ? "absent" : fmt::format("got {}", it->dump())));
+  }
+  return static_cast<uint32_t>(it->get<int64_t>());
+}
+
+nlohmann::json point_json(TSPoint p) {
+  return {{"row", p.row}, {"column", p.column}};
+}
+
+nlohmann::json node_json(const NodeInfo& n) {
+  return {{"type", n.type},
+          {"name", n.name},
+          {"start", point_json(n.span.start)},
+          {"end", point_json(n.span.end)}};
+}
+
+}  // namespace
+
+nlohmann::json AnchorFacet::to_json() const {
+  const Anchor& a = anchor_;
+  nlohmann::json j;
+  j["path"] = file_->path();
+  j["language"] = file_->language().name();
+  j["cursor"] = {{"byte", a.byte}, {"row", a.point.row}, {"column", a.point.column}};
+  j["node"] = {{"type", a.node.type},
+               {"start", point_json(a.node.span.start)},
+               {"end", point_json(a.node.span.end)}};
+  j["function"] = a.function ? node_json(*a.function) : nlohmann::json();
+  j["class"] = a.enclosing_class ? node_json(*a.enclosing_class) : nlohmann::json();
+  j["module"] = {{"type", a.module.type}, {"package", a.module.name}};
+  j["scopes"] = nlohmann::json::array();
+  for (const Scope& s : a.scopes) {
+    j["scopes"].push_back(
+        {{"kind", to_string(s.kind)}, {"type", s.info.type}, {"name", s.info.name}});
+  }
+  j["imports"] = nlohmann::json::array();
+  for (const NodeInfo& i : a.imports) j["imports"].push_back(i.name);
+  j["identifiers"] = nlohmann::json::array();
+  for (const Reference& r : a.identifiers) {
+    j["identifiers"].push_back({{"name", r.name}, {"distance", r.distance}});
+  }
+  j["syntax_errors"] = file_->has_errors();
+  return j;
+}
+
+AnchorStage::AnchorStage(const graph::StageContext& ctx)
+    : path_(pointer_param(ctx, "path_field")),
+      source_(pointer_param(ctx, "source_field")),
+      cursor_(pointer_param(ctx, "cursor_field")),
+      language_(pointer_param(ctx, "language_field")),
+      one_based_(ctx.params.string("cursor_base") == "one"),
+      options_{static_cast<std::size_t>(ctx.params.integer("max_identifiers"))},
+      ok_(ctx.port("ok")) {}
+
+graph::Port AnchorStage::process(graph::Item& item) {
+  const nlohmann::json& data = item.task().data;
+  std::string path = string_field(item, path_);
+  const Language* language = nullptr;
+  if (const nlohmann::json* l = lookup(data, language_); l && !l->is_null()) {
+    language = &Language::named(string_field(item, language_));
+  } else {
+    language = &Language::for_path(path);
+  }
+
+  const nlohmann::json* c = lookup(data, cursor_);
+  if (!c || !c->is_object()) {
+    throw AstError(fmt::format(
+        "task `{}`: field {} must be an object {{\"line\": L, \"column\": "
+        "C}} or {{\"offset\": B}} ({})",
+        item.id(), cursor_.to_string(), c ? fmt::format("got {}", c->dump()) : "absent"));
+  }
+  const bool by_offset = c->contains("offset");
+  const uint32_t offset = by_offset ? cursor_number(item, cursor_, *c, "offset") : 0;
+  const uint32_t line = by_offset ? 0 : cursor_number(item, cursor_, *c, "line");
+  const uint32_t column = by_offset ? 0 : cursor_number(item, cursor_, *c, "column");
+  const Cursor cursor = by_offset    ? Cursor::at_byte(offset)
+                        : one_based_ ? Cursor::at_one_based(line, column)
+                                     : Cursor::at(line, column);
+
+  // Built in place and never moved: the anchor's string views point into its source.
+  auto file = std::make_shared<const ParsedFile>(std::move(path), *language,
+                                                 std::string(string_field(item, source_)));
+  Anchor a = anchor(*file, cursor, options_);
+  item.emplace<AnchorFacet>(std::move(file), std::move(a));
+  return ok_;
+}
+
+graph::Contract anchor_contract() {
+  graph::Contract c;
+  c.kind = "ast.anchor";
+  c.summary =
+      "Parses the task's file with tree-sitter and locates its cursor: node, enclosing "
+      "function/class, scopes, imports, nearby identifiers";
+  c.concurrency = graph::Concurrency::unlimited();  // no shared state: one parser per item
+  c.provides_facets = {std::string(AnchorFacet::kName)};
+  c.ports = {{"ok", "the cursor was located (the file may still hold syntax errors)", false}};
+  c.params = {
+      graph::P::string("path_field", "/path",
+                       "JSON pointer to the file name; its extension picks the language"),
+      graph::P::string("source_field", "/source", "JSON pointer to the file's text"),
+      graph::P::string("cursor_field", "/cursor",
+                       "JSON pointer to {line, column} (see cursor_base) or {offset} (0-based "
+                       "byte)"),
+      graph::P::string("language_field", "/language",
+                       "JSON pointer to an optional language name that overrides the extension"),
+      graph::P::choice("cursor_base", "one", {"one", "zero"},
+                       "line/column numbering: one (editors, compilers) or zero (tree-sitter, "
+                       "LSP); columns count bytes"),
+      graph::P::integer("max_identifiers", 32, 0, 100000,
+                        "nearest distinct identifiers to keep (0: all in the enclosing function)"),
+  };
+  return c;
+}
+
+}  // namespace vsynth::stages::ast

@@ -1,0 +1,128 @@
+// ast.anchor as the graph runs it: registered, built from its contract's defaults, processing
+// tasks into the `anchor` facet; bad tasks fail with messages naming the field.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+
+#include "graph/registry.h"
+#include "stages/ast/anchor_stage.h"
+#include "stages/ast/error.h"
+#include "stages/ast/register.h"
+#include "tests/ast/ast_test_util.h"
+
+namespace ast = vsynth::stages::ast;
+namespace graph = vsynth::graph;
+
+namespace {
+
+struct Harness {
+  graph::Registry registry;
+  graph::ResourceSet resources;
+  const graph::StageKind* kind = nullptr;
+
+  Harness() {
+    ast::register_stages(registry);
+    kind = registry.find_stage("ast.anchor");
+  }
+
+  // The stage with its contract's defaults, overridden by `overrides`.
+  std::unique_ptr<graph::SyncStage> make(const graph::Params& overrides = {}) {
+    graph::Params params;
+    for (const graph::ParamSpec& p : kind->contract.params) {
+      if (p.default_value) params.set(p.name, *p.default_value);
+    }
+    for (const auto& [name, value] : overrides.all()) params.set(name, value);
+    const graph::StageContext ctx{"anchor", kind->contract, params, resources};
+    std::unique_ptr<graph::StageBase> base = kind->factory(ctx);
+    auto* sync = dynamic_cast<graph::SyncStage*>(base.get());
+    REQUIRE(sync != nullptr);
+    base.release();
+    return std::unique_ptr<graph::SyncStage>(sync);
+  }
+};
+
+graph::Item make_item(nlohmann::json data) {
+  return graph::Item(graph::Task{"t1", std::move(data)}, 0);
+}
+
+}  // namespace
+
+TEST_CASE("ast.anchor is registered with its contract", "[ast][stage]") {
+  Harness h;
+  REQUIRE(h.kind != nullptr);
+  const graph::Contract& c = h.kind->contract;
+  CHECK(c.provides_facets == std::vector<std::string>{"anchor"});
+  CHECK(c.port_index("ok") == 0u);
+  CHECK(c.find_param("cursor_base") != nullptr);
+  CHECK(c.find_param("max_identifiers") != nullptr);
+}
+
+TEST_CASE("ast.anchor anchors a task's cursor into the anchor facet", "[ast][stage]") {
+  Harness h;
+  const auto s = ast::test::load_sample("sample.rs");
+  ast::ParsedFile probe = ast::ParsedFile::from_path(s.path, s.source);
+  const TSPoint p = probe.point_at(s.at("a"));
+
+  auto stage = h.make();
+  graph::Item item = make_item({{"path", "src/ledger.rs"},
+                                {"source", s.source},
+                                {"cursor", {{"line", p.row + 1}, {"column", p.column + 1}}}});
+  CHECK(stage->process(item) == 0u);
+  const auto* facet = item.find<ast::AnchorFacet>();
+  REQUIRE(facet != nullptr);
+  CHECK(facet->anchor().byte == s.at("a"));
+  CHECK(facet->anchor().function->name == "deposit");
+  CHECK(facet->file().language().name() == "rust");
+
+  const nlohmann::json j = facet->to_json();
+  CHECK(j["path"] == "src/ledger.rs");
+  CHECK(j["language"] == "rust");
+  CHECK(j["cursor"]["row"] == p.row);
+  CHECK(j["function"]["name"] == "deposit");
+  CHECK(j["class"]["name"] == "Ledger");
+  CHECK(j["imports"].size() == 2);
+  CHECK(j["identifiers"][0]["name"] == "amount");
+  CHECK(j["syntax_errors"] == false);
+
+  // A byte offset, 0-based lines, and an explicit language all reach the same place.
+  auto zero = h.make(graph::Params({{"cursor_base", std::string("zero")}}));
+  graph::Item by_zero = make_item({{"path", "ledger.txt"},
+                                   {"language", "rust"},
+                                   {"source", s.source},
+                                   {"cursor", {{"line", p.row}, {"column", p.column}}}});
+  zero->process(by_zero);
+  CHECK(by_zero.find<ast::AnchorFacet>()->anchor().byte == s.at("a"));
+  graph::Item by_offset =
+      make_item({{"path", "ledger.rs"}, {"source", s.source}, {"cursor", {{"offset", s.at("a")}}}});
+  stage->process(by_offset);
+  CHECK(by_offset.find<ast::AnchorFacet>()->anchor().function->name == "deposit");
+}
+
+TEST_CASE("ast.anchor fails a bad task with a message naming the field", "[ast][stage]") {
+  Harness h;
+  auto stage = h.make();
+  const nlohmann::json cursor = {{"line", 1}, {"column", 1}};
+  auto fails_with = [&](nlohmann::json data, const std::string& text) {
+    graph::Item item = make_item(std::move(data));
+    CHECK_THROWS_WITH(stage->process(item), Catch::Contains(text));
+    CHECK(item.find<ast::AnchorFacet>() == nullptr);
+  };
+  fails_with({{"path", "a.py"}, {"cursor", cursor}},
+             "task `t1`: field /source must be a string (absent)");
+  fails_with({{"path", 3}, {"source", "x"}, {"cursor", cursor}},
+             "task `t1`: field /path must be a string (got number)");
+  fails_with({{"path", "a.py"}, {"source", "x = 1\n"}},
+             "field /cursor must be an object {\"line\": L, \"column\": C} or {\"offset\": B}");
+  fails_with({{"path", "a.py"}, {"source", "x = 1\n"}, {"cursor", {{"line", -2}, {"column", 1}}}},
+             "/cursor/line must be a non-negative integer (got -2)");
+  fails_with({{"path", "a.cob"}, {"source", "x"}, {"cursor", cursor}}, "extension `.cob`");
+  fails_with({{"path", "a.py"}, {"language", "cobol"}, {"source", "x"}, {"cursor", cursor}},
+             "unknown language `cobol`");
+  fails_with(
+      {{"path", "a.py"}, {"source", "x = 1\n"}, {"cursor", {{"line", 9}, {"column", 1}}}},
+      "a.py: cursor at line 9, column 1 (1-based) is outside the file: valid lines are 1..2");
+
+  CHECK_THROWS_WITH(h.make(graph::Params({{"path_field", std::string("no-slash")}})),
+                    Catch::Contains("`path_field` must be a JSON pointer"));
+}

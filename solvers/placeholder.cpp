@@ -1,1 +1,0 @@
-// placeholder: removed once solvers/ has sources

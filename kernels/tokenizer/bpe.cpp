@@ -52,12 +52,11 @@ void bpe_encode_word(const VocabIndex& vocab, std::string_view word, bool ignore
     off += len;
   }
 
-  std::string key;
   std::priority_queue<Bigram, std::vector<Bigram>, Later> queue;
   const auto try_pair = [&](int l, int r) {
     if (l < 0 || r < 0) return;
     const int32_t rank =
-        vocab.rank(word.substr(sym[l].off, sym[l].len), word.substr(sym[r].off, sym[r].len), key);
+        vocab.rank(word.substr(sym[l].off, sym[l].len), word.substr(sym[r].off, sym[r].len));
     if (rank >= 0) queue.push({rank, l, r, sym[l].len, sym[r].len});
   };
   for (int i = 1; i < static_cast<int>(sym.size()); ++i) try_pair(i - 1, i);

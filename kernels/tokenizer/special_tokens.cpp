@@ -18,12 +18,14 @@ SpecialMatcher::SpecialMatcher(const VocabIndex& vocab) {
   std::stable_sort(ids.begin(), ids.end(), [&](TokenId a, TokenId b) {
     return vocab.text[static_cast<size_t>(a)].size() > vocab.text[static_cast<size_t>(b)].size();
   });
+  by_rank_ = ids;
   rank_.assign(vocab.attr.size(), -1);
   nodes_.emplace_back();
   for (size_t r = 0; r < ids.size(); ++r) {
     const TokenId id = ids[r];
     rank_[static_cast<size_t>(id)] = static_cast<int32_t>(r);
     int32_t node = 0;
+    starts_[static_cast<uint8_t>(vocab.text[static_cast<size_t>(id)][0])] = true;
     for (char ch : vocab.text[static_cast<size_t>(id)]) {
       const auto b = static_cast<uint8_t>(ch);
       int32_t nx = child(node, b);
@@ -48,55 +50,60 @@ int32_t SpecialMatcher::child(int32_t node, uint8_t byte) const {
 
 void SpecialMatcher::split(const VocabIndex& vocab, std::string_view text, bool parse_control,
                            std::vector<Fragment>& out) const {
-  // Every occurrence of every eligible special token, found with one trie walk per position.
-  struct Hit {
-    int32_t rank;
-    size_t pos;
-    size_t len;
-    TokenId token;
-  };
-  std::vector<Hit> hits;
-  if (nodes_[0].next.empty()) {
-    if (!text.empty()) out.push_back({0, text.size(), kNoToken});
-    return;
-  }
+  if (text.empty()) return;
+
+  // Pass 1: which eligible special tokens occur anywhere, with one trie walk per position.
+  std::vector<int32_t> present;
+  std::vector<uint8_t> seen(by_rank_.size(), 0);
   for (size_t pos = 0; pos < text.size(); ++pos) {
+    if (!starts_[static_cast<uint8_t>(text[pos])]) continue;
     int32_t node = 0;
     for (size_t i = pos; i < text.size(); ++i) {
       node = child(node, static_cast<uint8_t>(text[i]));
       if (node < 0) break;
       const TokenId id = nodes_[static_cast<size_t>(node)].token;
       if (id == kNoToken) continue;
-      const uint8_t a = vocab.attr[static_cast<size_t>(id)];
       // Without parse_control, control and unknown tokens are text, even one that is also
       // user-defined (llama.cpp gives a user-defined "</s>" the control bit).
-      if (!parse_control && (a & (kAttrControl | kAttrUnknown))) continue;
-      hits.push_back({rank_[static_cast<size_t>(id)], pos, i + 1 - pos, id});
+      if (!parse_control && (vocab.attr[static_cast<size_t>(id)] & (kAttrControl | kAttrUnknown))) {
+        continue;
+      }
+      const int32_t r = rank_[static_cast<size_t>(id)];
+      if (!seen[static_cast<size_t>(r)]) {
+        seen[static_cast<size_t>(r)] = 1;
+        present.push_back(r);
+      }
     }
   }
-  // Accept in precedence order, each token's occurrences left to right, skipping any that
-  // overlaps an accepted one: the same result as splitting token by token.
-  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
-    return a.rank != b.rank ? a.rank < b.rank : a.pos < b.pos;
-  });
+  std::sort(present.begin(), present.end());
+
+  // Pass 2, llama.cpp's order: each present token, longest first, is split out of the text
+  // that no earlier token took, leftmost occurrence first. An occurrence overlapping taken
+  // bytes lies across a fragment boundary, which llama.cpp's per-fragment search never sees.
   std::vector<uint8_t> taken(text.size(), 0);
-  std::vector<Hit> accepted;
-  for (const Hit& h : hits) {
-    if (std::any_of(taken.begin() + static_cast<std::ptrdiff_t>(h.pos),
-                    taken.begin() + static_cast<std::ptrdiff_t>(h.pos + h.len),
-                    [](uint8_t t) { return t != 0; })) {
-      continue;
+  std::vector<Fragment> specials;
+  for (int32_t r : present) {
+    const TokenId id = by_rank_[static_cast<size_t>(r)];
+    const std::string_view piece = vocab.text[static_cast<size_t>(id)];
+    for (size_t at = 0, hit; (hit = text.find(piece, at)) != std::string_view::npos;) {
+      const auto first = taken.begin() + static_cast<std::ptrdiff_t>(hit);
+      const auto last = first + static_cast<std::ptrdiff_t>(piece.size());
+      if (std::find(first, last, uint8_t{1}) != last) {
+        at = hit + 1;
+        continue;
+      }
+      std::fill(first, last, uint8_t{1});
+      specials.push_back({hit, hit + piece.size(), id});
+      at = hit + piece.size();
     }
-    std::fill_n(taken.begin() + static_cast<std::ptrdiff_t>(h.pos), h.len, uint8_t{1});
-    accepted.push_back(h);
   }
-  std::sort(accepted.begin(), accepted.end(),
-            [](const Hit& a, const Hit& b) { return a.pos < b.pos; });
+  std::sort(specials.begin(), specials.end(),
+            [](const Fragment& a, const Fragment& b) { return a.begin < b.begin; });
   size_t at = 0;
-  for (const Hit& h : accepted) {
-    if (h.pos > at) out.push_back({at, h.pos, kNoToken});
-    out.push_back({h.pos, h.pos + h.len, h.token});
-    at = h.pos + h.len;
+  for (const Fragment& f : specials) {
+    if (f.begin > at) out.push_back({at, f.begin, kNoToken});
+    out.push_back(f);
+    at = f.end;
   }
   if (at < text.size()) out.push_back({at, text.size(), kNoToken});
 }

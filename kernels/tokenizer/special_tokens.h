@@ -2,6 +2,7 @@
 // any merging (internal to kernels/tokenizer/).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -38,7 +39,9 @@ class SpecialMatcher {
   int32_t child(int32_t node, uint8_t byte) const;
 
   std::vector<Node> nodes_;
-  std::vector<int32_t> rank_;  // per special token id: its precedence (0 = first); -1 if none
+  std::vector<TokenId> by_rank_;    // special token ids, longest first (their precedence)
+  std::vector<int32_t> rank_;       // per token id: index into by_rank_, or -1
+  std::array<bool, 256> starts_{};  // bytes that begin some special token
 };
 
 }  // namespace vsynth::kernels::tok

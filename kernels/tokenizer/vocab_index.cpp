@@ -35,20 +35,48 @@ int hex_digit(char c) {
 
 }  // namespace
 
-void merge_key(std::string_view left, std::string_view right, std::string& key) {
-  // Length prefix of the left piece, then both pieces: "a b"+"c" and "a"+"b c" never collide.
-  key.clear();
-  const auto n = static_cast<uint32_t>(left.size());
-  key.push_back(static_cast<char>(n & 0xFF));
-  key.push_back(static_cast<char>((n >> 8) & 0xFF));
-  key.append(left);
-  key.append(right);
+void FlatIndex::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n) cap <<= 1;  // load factor <= 1/2
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
 }
 
-int32_t VocabIndex::rank(std::string_view left, std::string_view right, std::string& key) const {
-  merge_key(left, right, key);
-  const auto it = merge_rank.find(std::string_view(key));
-  return it == merge_rank.end() ? -1 : it->second;
+uint64_t hash_bytes(std::string_view s) {
+  // FNV-1a, then a final mix so both the low (slot) and high (tag) bits spread.
+  uint64_t h = 1469598103934665603ull;
+  for (char c : s) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 1099511628211ull;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+namespace {
+
+uint64_t pair_hash(std::string_view left, std::string_view right) {
+  return hash_bytes(left) * 0x9E3779B97F4A7C15ull ^ hash_bytes(right);
+}
+
+bool is_pair(const VocabIndex& ix, int32_t rank, std::string_view left, std::string_view right) {
+  const std::string_view m = ix.merge_text[static_cast<size_t>(rank)];
+  const size_t sp = ix.merge_split[static_cast<size_t>(rank)];
+  return m.substr(0, sp) == left && m.substr(sp + 1) == right;
+}
+
+}  // namespace
+
+TokenId VocabIndex::find(std::string_view piece) const {
+  return pieces.find(hash_bytes(piece),
+                     [&](int32_t id) { return text[static_cast<size_t>(id)] == piece; });
+}
+
+int32_t VocabIndex::rank(std::string_view left, std::string_view right) const {
+  return merges.find(pair_hash(left, right),
+                     [&](int32_t r) { return is_pair(*this, r, left, right); });
 }
 
 VocabIndex build_index(const Vocab& v, bool with_merges) {
@@ -69,16 +97,18 @@ VocabIndex build_index(const Vocab& v, bool with_merges) {
   ix.text.resize(n);
   ix.score.assign(n, 0.0f);
   ix.attr.assign(n, kAttrNormal);
-  ix.piece_to_id.reserve(n);
+  ix.pieces.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const auto id = static_cast<TokenId>(i);
     ix.text[i] = v.tokens[i].empty() ? "[EMPTY_" + std::to_string(i) + "]" : v.tokens[i];
     if (!v.scores.empty()) ix.score[i] = v.scores[i];
     if (!v.types.empty()) ix.attr[i] = attr_of(v.types[i]);
-    const auto [it, fresh] = ix.piece_to_id.emplace(ix.text[i], id);
-    if (!fresh) {
-      throw TokenizerError(src + ": duplicate token " + ix.text[i] + " with ids " +
-                           std::to_string(it->second) + " and " + std::to_string(i));
+    const std::string& t = ix.text[i];
+    const int32_t first = ix.pieces.insert(
+        hash_bytes(t), id, [&](int32_t other) { return ix.text[static_cast<size_t>(other)] == t; });
+    if (first != id) {
+      throw TokenizerError(src + ": duplicate token " + t + " with ids " + std::to_string(first) +
+                           " and " + std::to_string(i));
     }
   }
 
@@ -102,18 +132,22 @@ VocabIndex build_index(const Vocab& v, bool with_merges) {
   }
 
   if (with_merges) {
-    ix.merge_rank.reserve(v.merges.size());
-    std::string key;
+    ix.merge_text = v.merges;
+    ix.merge_split.resize(v.merges.size());
+    ix.merges.reserve(v.merges.size());
     for (size_t r = 0; r < v.merges.size(); ++r) {
-      const std::string& m = v.merges[r];
+      const std::string_view m = ix.merge_text[r];
       // Split at the first space after the first byte (a piece may itself start with a space).
-      const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
-      if (sp == std::string::npos) {
-        throw TokenizerError(src + ": tokenizer.ggml.merges[" + std::to_string(r) + "] = \"" + m +
-                             "\" is not of the form \"left right\"");
+      const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string_view::npos;
+      if (sp == std::string_view::npos) {
+        throw TokenizerError(src + ": tokenizer.ggml.merges[" + std::to_string(r) + "] = \"" +
+                             std::string(m) + "\" is not of the form \"left right\"");
       }
-      merge_key(std::string_view(m).substr(0, sp), std::string_view(m).substr(sp + 1), key);
-      ix.merge_rank.emplace(key, static_cast<int32_t>(r));  // the first rank of a pair wins
+      ix.merge_split[r] = static_cast<uint32_t>(sp);
+      // The first rank of a pair wins, as in llama.cpp.
+      const std::string_view left = m.substr(0, sp), right = m.substr(sp + 1);
+      ix.merges.insert(pair_hash(left, right), static_cast<int32_t>(r),
+                       [&](int32_t other) { return is_pair(ix, other, left, right); });
     }
   }
   return ix;

@@ -73,7 +73,7 @@ Result run_cases(const Tokenizer& tok, const json& cases) {
     const std::string text = case_text(c);
     const auto want = c["ids"].get<std::vector<TokenId>>();
     const bool add_bos = c.value("add_bos", true);
-    const auto got = tok.encode(text, {add_bos, true});
+    const auto got = tok.encode(text, {add_bos, c.value("parse_special", true)});
     if (got == want) {
       ++r.encode_exact;
     } else if (reported++ < 5) {

@@ -110,6 +110,35 @@ TEST_CASE("spm: special tokens are split out before merging", "[tokenizer][spm]"
   }
 }
 
+TEST_CASE("spm: a longer special token wins over an earlier overlapping shorter one",
+          "[tokenizer][spm]") {
+  // llama.cpp splits special tokens longest first over the whole text, not leftmost first:
+  // in "abcd", "bcd" is taken before "ab" is looked for.
+  Tokenizer tok(spm_vocab({{"a", -1}, {"c", -1}, {"d", -1}}, {"ab", "bcd"}));
+  CHECK(texts(tok, tok.encode("abcd", kPlain)) == Strings{"a", "bcd"});
+  CHECK(texts(tok, tok.encode("abab", kPlain)) == Strings{"ab", "ab"});
+}
+
+TEST_CASE("spm: end-of-turn tokens are control tokens, whatever their stored type",
+          "[tokenizer][spm]") {
+  // Gemma 3 stores the HTML tag "</s>" as user-defined; llama.cpp treats it as end of
+  // generation and control, so it is text when control tokens are not parsed.
+  auto v =
+      spm_vocab({{"a", -1}, {"<", -1}, {"/", -1}, {"s", -1}, {">", -1}}, {"</s>", "<end_of_turn>"});
+  v.tokens[2] = "<eos>";  // the EOS
+  Tokenizer tok(v);
+  const TokenId slash_s = tok.find("</s>").value(), eot = tok.find("<end_of_turn>").value();
+  CHECK(tok.eot() == eot);
+  CHECK(tok.is_eog(eot));
+  CHECK(tok.is_eog(slash_s));
+  CHECK(tok.is_eog(2));
+  CHECK_FALSE(tok.is_eog(1));
+  CHECK(tok.is_control(slash_s));
+  CHECK(texts(tok, tok.encode("a</s>", kPlain)) == Strings{"a", "</s>"});
+  CHECK(texts(tok, tok.encode("a</s>", {false, false})) == Strings{"a", "<", "/", "s", ">"});
+  CHECK(tok.decode(tok.encode("a</s>", kPlain)) == "a");
+}
+
 TEST_CASE("spm: BOS and EOS follow the vocabulary and add_special", "[tokenizer][spm]") {
   auto v = spm_vocab({{"a", -1}});
   SECTION("defaults: BOS only") {

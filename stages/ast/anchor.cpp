@@ -330,13 +330,16 @@ Anchor anchor(const ParsedFile& file, const Cursor& cursor, const AnchorOptions&
   a.byte = cursor.resolve(file);
   a.point = file.point_at(a.byte);
 
-  std::vector<TSNode> path = path_to(lang, file.source(), root, a.byte);
+  const std::vector<TSNode> path = path_to(lang, file.source(), root, a.byte);
+  // Scopes come from the same path, unless indentation places the cursor deeper (Python).
+  std::vector<TSNode> scope_path;
   if (lang.indent_scoped()) {
     if (auto by_indent = indentation_path(file, a.byte);
         by_indent && count_scopes(lang, *by_indent) > count_scopes(lang, path)) {
-      path = std::move(*by_indent);
+      scope_path = std::move(*by_indent);
     }
   }
+  const std::vector<TSNode>& scopes_from = scope_path.empty() ? path : scope_path;
 
   // Smallest named node: the deepest named one on the path (the root is named).
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
@@ -347,7 +350,7 @@ Anchor anchor(const ParsedFile& file, const Cursor& cursor, const AnchorOptions&
   }
 
   bool class_on_path = false;
-  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+  for (auto it = scopes_from.rbegin(); it != scopes_from.rend(); ++it) {
     const std::optional<ScopeHit> hit = scope_of(lang, *it);
     if (!hit) continue;
     NodeInfo info = info_of(*it, definition_name(file, *it, *hit->rule));

@@ -15,8 +15,9 @@
 // since that is the word being typed; when it sits right after a node and before whitespace
 // (end of a line) that node counts, unless the node ended with the previous row. In Python,
 // where a block's node stops at its last statement, a cursor on a blank line that the tree
-// leaves outside the block belongs by indentation: to the definitions (on the path to the last
-// code above it) whose header line is indented less than the cursor's column.
+// leaves outside the block belongs by indentation to the definitions (on the path to the last
+// code above it) whose header line is indented less than the cursor's column; the smallest node
+// is still the one the tree puts there (a class block, the module).
 //
 // Everything returned points into the ParsedFile (TSNodes, string_views into its source): it
 // is valid until that file is edited or destroyed.

@@ -3,6 +3,7 @@
 // conventions and out-of-range errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -262,7 +263,7 @@ TEST_CASE("anchoring: a Python cursor on a blank indented line belongs to the bl
   REQUIRE(deep.function.has_value());
   CHECK(deep.function->name == "restock");
   CHECK(deep.enclosing_class->name == "Inventory");
-  CHECK(deep.node.type == "function_definition");
+  CHECK(deep.node.type == "block");  // the class body holds the line; the method does not
 
   // The same blank line at the method's own indentation is in the class, not the method.
   const ast::Anchor shallow = ast::anchor(file, ast::Cursor::at_byte(blank - 4));
@@ -361,4 +362,37 @@ TEST_CASE("anchoring: out-of-range cursors are refused with the valid range", "[
   CHECK_NOTHROW(ast::anchor(file, ast::Cursor::at_one_based(3, 9)));
   CHECK_NOTHROW(ast::anchor(file, ast::Cursor::at(4, 0)));
   CHECK_THROWS_WITH(file.byte_at(TSPoint{7, 0}), Catch::Contains("src/tiny.py: row 7"));
+}
+
+TEST_CASE("anchoring: every byte offset of every sample anchors consistently", "[ast][anchor]") {
+  const char* files[] = {"sample.py", "sample.c",  "sample.cpp", "sample.go", "sample.java",
+                         "sample.js", "sample.ts", "sample.tsx", "sample.rs"};
+  for (const char* name : files) {
+    INFO(name);
+    const auto s = ast::test::load_sample(name);
+    const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+    std::size_t with_function = 0;
+    for (uint32_t b = 0; b <= s.source.size(); ++b) {
+      INFO("byte " << b);
+      const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(b), {8});
+      // The node holds the cursor (or ends right at it); scopes nest outwards around the node.
+      CHECK(a.node.span.start_byte <= b);
+      CHECK(b <= a.node.span.end_byte);
+      // Scopes nest outwards and hold the cursor; a Python scope found by indentation may end
+      // before it, with only whitespace in between.
+      uint32_t inner_start = b, inner_end = b;
+      for (const ast::Scope& sc : a.scopes) {
+        const uint32_t end = sc.info.span.end_byte;
+        const bool blank_gap = end < b && s.source.find_first_not_of(" \t\r\n", end) >= b;
+        CHECK(sc.info.span.start_byte <= inner_start);
+        CHECK((inner_end <= end || (file.language().name() == "python" && blank_gap)));
+        inner_start = sc.info.span.start_byte;
+        inner_end = std::min(inner_end, end);
+      }
+      CHECK(a.identifiers.size() <= 8);
+      if (a.function) ++with_function;
+    }
+    // Most of each sample is inside some function.
+    CHECK(with_function > s.source.size() / 4);
+  }
 }

@@ -83,4 +83,22 @@ inline std::string dump_tree(TSNode root) {
   return out;
 }
 
+// Structural sanity of a tree: every child lies inside its parent, siblings do not overlap and
+// come in order, and nothing extends past the source.
+inline bool consistent(TSNode node, uint32_t source_size) {
+  if (ts_node_start_byte(node) > ts_node_end_byte(node) || ts_node_end_byte(node) > source_size) {
+    return false;
+  }
+  uint32_t prev_end = ts_node_start_byte(node);
+  for (uint32_t i = 0, n = ts_node_child_count(node); i < n; ++i) {
+    const TSNode child = ts_node_child(node, i);
+    if (ts_node_start_byte(child) < prev_end || ts_node_end_byte(child) > ts_node_end_byte(node)) {
+      return false;
+    }
+    if (!consistent(child, source_size)) return false;
+    prev_end = ts_node_end_byte(child);
+  }
+  return true;
+}
+
 }  // namespace vsynth::stages::ast::test

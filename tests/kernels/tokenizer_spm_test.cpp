@@ -202,6 +202,38 @@ TEST_CASE("spm: decode(encode(s)) == s", "[tokenizer][spm]") {
   }
 }
 
+TEST_CASE("spm: any byte string without spaces round-trips", "[tokenizer][spm]") {
+  // Byte fallback makes SPM lossless for arbitrary bytes (no special token texts occur here).
+  Tokenizer tok(spm_vocab({{"a", -3}, {"b", -3}, {kSp, -3}, {"ab", -1}, {kSp + "a", -2}}));
+  uint32_t x = 12345;
+  for (int n = 0; n < 300; ++n) {
+    std::string s;
+    const int len = n % 48;
+    for (int i = 0; i < len; ++i) {
+      x ^= x << 13;
+      x ^= x >> 17;
+      x ^= x << 5;
+      // Mostly a, b and high bytes, so merges and broken UTF-8 both occur.
+      const char pool[] = {'a', 'b', '\xC3', '\xA9', '\xE4', '\xF0', '\x80', '\n', '\0', '\t'};
+      s.push_back(pool[x % sizeof pool]);
+    }
+    CAPTURE(n);
+    REQUIRE(tok.decode(tok.encode(s, kPlain)) == s);
+  }
+}
+
+TEST_CASE("spm: a space right after a broken UTF-8 sequence comes back as U+2581",
+          "[tokenizer][spm]") {
+  // As in llama.cpp: spaces become U+2581 (E2 96 81) before splitting, and a lead byte whose
+  // sequence is cut short claims the following bytes unchecked, so the escaped space falls into
+  // byte tokens and decodes to the U+2581 bytes, not to a space.
+  Tokenizer tok(spm_vocab({{"a", -1}, {kSp + "a", -1}}));
+  CHECK(tok.decode(tok.encode("\xC3 a", kPlain)) ==
+        "\xC3\xE2\x96\x81"
+        "a");
+  CHECK(tok.decode(tok.encode("\xC3\xA9 a", kPlain)) == "\xC3\xA9 a");  // whole sequence: fine
+}
+
 TEST_CASE("spm: malformed vocabularies give errors that say what is wrong", "[tokenizer][spm]") {
   auto base = spm_vocab({{"a", -1}});
   auto message = [](const Vocab& v) {

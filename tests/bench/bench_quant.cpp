@@ -10,7 +10,9 @@
 //   hot:  the same matrix every call (L2/L3-resident when it fits): the kernels' compute ceiling.
 // GB/s counts weight bytes read per second; GFLOP/s counts 2 * rows * k per call. Roofline is
 // cold GB/s over the streaming-read GB/s measured with the same thread count. Times are the best
-// ~10 ms batch (the machine is shared). A short prefill section times matmul of 64 tokens.
+// call (the machine is shared; see time_matvec). A short prefill section times matmul of 64
+// tokens.
+#include <emmintrin.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
@@ -61,17 +63,20 @@ struct Buffer {
   uint8_t* data;
 };
 
-// Streaming read: sum 64-bit words with four accumulators over [p, p + n).
+// Streaming read: sum [p, p + n) as 64-bit lanes of 16-byte loads (SSE2, baseline x86-64) with
+// four accumulators, so the loop itself is never the limit. p 16-byte aligned, n a multiple of 64.
 uint64_t read_sum(const uint8_t* p, size_t n) {
-  const auto* w = reinterpret_cast<const uint64_t*>(p);
-  uint64_t a = 0, b = 0, c = 0, d = 0;
-  for (size_t i = 0; i + 4 <= n / 8; i += 4) {
-    a += w[i];
-    b += w[i + 1];
-    c += w[i + 2];
-    d += w[i + 3];
+  const auto* v = reinterpret_cast<const __m128i*>(p);
+  __m128i a = _mm_setzero_si128(), b = a, c = a, d = a;
+  for (size_t i = 0; i + 4 <= n / 16; i += 4) {
+    a = _mm_add_epi64(a, _mm_load_si128(v + i));
+    b = _mm_add_epi64(b, _mm_load_si128(v + i + 1));
+    c = _mm_add_epi64(c, _mm_load_si128(v + i + 2));
+    d = _mm_add_epi64(d, _mm_load_si128(v + i + 3));
   }
-  return a + b + c + d;
+  const __m128i s = _mm_add_epi64(_mm_add_epi64(a, b), _mm_add_epi64(c, d));
+  return static_cast<uint64_t>(_mm_cvtsi128_si64(s)) +
+         static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s)));
 }
 
 struct Stream {
@@ -79,35 +84,43 @@ struct Stream {
   double copy_gbps = 0;             // memcpy, 1 thread, bytes read + written
 };
 
-Stream measure_stream(int reps) {
+// Best bandwidth over 32 MiB pieces of a 1 GiB buffer, read in order so no piece is still cached
+// (the L3 here is 260 MB): a piece that another process interrupted just loses. With 2 threads,
+// each reads its own piece at the same time.
+Stream measure_stream(int passes) {
   Stream s;
   Buffer buf(kGiB);
+  const size_t piece = size_t{32} << 20;
   volatile uint64_t sink = 0;
   for (int threads : {1, 2}) {
     tbb::task_arena arena(threads);
+    const size_t step = piece * static_cast<size_t>(threads);
     double best = 0;
-    for (int r = 0; r < reps; ++r) {
-      const auto t0 = Clock::now();
-      arena.execute([&] {
-        const size_t chunk = buf.bytes / static_cast<size_t>(threads);
-        tbb::parallel_for(
-            0, threads,
-            [&](int i) {
-              sink = sink + read_sum(buf.data + static_cast<size_t>(i) * chunk, chunk);
-            },
-            tbb::static_partitioner());
-      });
-      best = std::max(best, static_cast<double>(buf.bytes) / seconds_since(t0) / 1e9);
+    for (int p = 0; p < passes; ++p) {
+      for (size_t off = 0; off + step <= buf.bytes; off += step) {
+        const auto t0 = Clock::now();
+        arena.execute([&] {
+          tbb::parallel_for(
+              0, threads,
+              [&](int i) {
+                sink = sink + read_sum(buf.data + off + static_cast<size_t>(i) * piece, piece);
+              },
+              tbb::static_partitioner());
+        });
+        best = std::max(best, static_cast<double>(step) / seconds_since(t0) / 1e9);
+      }
     }
     s.read_gbps[threads] = best;
   }
   {
     const size_t half = buf.bytes / 2;
     double best = 0;
-    for (int r = 0; r < reps; ++r) {
-      const auto t0 = Clock::now();
-      std::memcpy(buf.data + half, buf.data, half);
-      best = std::max(best, 2.0 * static_cast<double>(half) / seconds_since(t0) / 1e9);
+    for (int p = 0; p < passes; ++p) {
+      for (size_t off = 0; off + piece <= half; off += piece) {
+        const auto t0 = Clock::now();
+        std::memcpy(buf.data + half + off, buf.data + off, piece);
+        best = std::max(best, 2.0 * static_cast<double>(piece) / seconds_since(t0) / 1e9);
+      }
     }
     s.copy_gbps = best;
   }
@@ -129,31 +142,25 @@ struct Result {
   double us_per_call, gbps, gflops, roofline;
 };
 
-// Seconds per matvec call: calls rotate over `views` (one view = hot, many = cold) in batches of
-// ~10 ms; the fastest batch wins. The best batch rather than the mean, because this machine is
-// shared: a batch that another process interrupted says nothing about the kernel.
+// Seconds per matvec call: calls rotate over `views` (one view = hot, many = cold) for at least
+// min_seconds; the fastest call wins. The best call rather than the mean, because this machine
+// is shared: a call that another process interrupted says nothing about the kernel (and every
+// call >= ~20 us, so the clock's own cost does not matter).
 double time_matvec(const std::vector<WeightView>& views, const float* x, float* y,
                    double min_seconds, int threads) {
   tbb::task_arena arena(threads);
   double best = 1e30;
   arena.execute([&] {
-    size_t next = 0;
-    const auto call = [&] {
-      matvec(views[next], x, y);
-      next = next + 1 == views.size() ? 0 : next + 1;
-    };
-    auto t0 = Clock::now();
-    call();  // warm-up, and a first estimate of the call time
-    call();
-    const double first = seconds_since(t0) / 2;
-    const int64_t batch = std::max<int64_t>(2, static_cast<int64_t>(0.01 / std::max(first, 1e-9)));
+    for (size_t i = 0; i < std::min<size_t>(views.size(), 2); ++i) matvec(views[i], x, y);
+    size_t next = views.size() > 2 ? 2 : 0;
     const auto start = Clock::now();
-    int batches = 0;
-    while (seconds_since(start) < min_seconds || batches < 3) {
-      t0 = Clock::now();
-      for (int64_t i = 0; i < batch; ++i) call();
-      best = std::min(best, seconds_since(t0) / static_cast<double>(batch));
-      ++batches;
+    int calls = 0;
+    while (seconds_since(start) < min_seconds || calls < 5) {
+      const auto t0 = Clock::now();
+      matvec(views[next], x, y);
+      best = std::min(best, seconds_since(t0));
+      next = next + 1 == views.size() ? 0 : next + 1;
+      ++calls;
     }
   });
   return best;
@@ -194,12 +201,12 @@ int main(int argc, char** argv) {
       out_path = a;
     }
   }
-  const double min_seconds = quick ? 0.05 : 0.25;
+  const double min_seconds = quick ? 0.1 : 0.4;
 
   std::vector<CpuPath> paths{CpuPath::Scalar};
   if (cpu_path_available(CpuPath::Avx2)) paths.push_back(CpuPath::Avx2);
 
-  std::printf("measuring streaming bandwidth over a 1 GiB buffer...\n");
+  std::printf("measuring streaming bandwidth (best 32 MiB piece of a 1 GiB buffer)...\n");
   const Stream stream = measure_stream(quick ? 3 : 6);
   std::printf("stream read: %.1f GB/s (1 thread), %.1f GB/s (2 threads); memcpy %.1f GB/s\n\n",
               stream.read_gbps[1], stream.read_gbps[2], stream.copy_gbps);

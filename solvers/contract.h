@@ -7,8 +7,9 @@
 // verified when no such input exists. Asserts likewise: R and P and not c.
 //
 // A ContractChecker keeps one incremental Solver with the parameters declared and the requires
-// asserted once (each conjunct tracked, for unsat cores); every check is a push / add / check /
-// pop on top, which is what the forward check during decoding pays per statement boundary.
+// asserted once (each conjunct tracked for unsat cores, unless cores are off); every check is a
+// push / add / check / pop on top, which is what the forward check during decoding pays per
+// statement boundary.
 //
 // Usage:
 //   auto c = parse_contract("def clamp(x: int, lo: int, hi: int) -> int:",
@@ -80,9 +81,12 @@ struct CheckOutcome {
 struct ContractOptions {
   unsigned timeout_ms = 100;  // per check; 0 = none
   unsigned max_seq_len = 8;
-  bool cores = true;           // fill used_requires on Verified
+  // Fill used_requires on Verified. Tracking the requires makes every check pass them as
+  // assumptions (~2.5x the cost of a plain check, see docs/performance.md): the forward check
+  // during decoding should turn this off; the final proof keeps it.
+  bool cores = true;
   bool minimize_cores = true;  // a few extra checks per Verified outcome
-  std::string logic = "QF_AUFLIRA";
+  std::string logic;           // Z3 logic, "" = default solver (see SolverOptions)
 };
 
 class ContractChecker {
@@ -109,6 +113,7 @@ class ContractChecker {
   Counterexample explain(const Expr& value, const Expr& assertion, bool is_assert,
                          std::string_view where);
   std::vector<std::string> caveats(const std::vector<Expr>& extra) const;
+  static void scan_sorts(const Expr& e, bool& real, bool& seq);
 
   Contract contract_;
   ContractOptions options_;
@@ -116,6 +121,7 @@ class ContractChecker {
   Expr ensures_;  // conjunction of all ensures clauses
   std::vector<Expr> ensures_conjuncts_;
   std::optional<bool> requires_sat_;
+  bool contract_real_ = false, contract_seq_ = false;  // sorts the caveats depend on
 };
 
 // One-shot: a ContractChecker over `paths`.

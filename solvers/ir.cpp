@@ -104,6 +104,10 @@ std::string_view op_symbol(Op op) {
 
 Expr make(Op op, Sort sort, std::vector<Expr> args) {
   auto n = std::make_shared<Node>(op, sort);
+  for (const auto& a : args) n->depth = std::max(n->depth, a->depth + 1);
+  if (n->depth > kMaxExprDepth)
+    throw SolverError("solvers: expression nested deeper than " + std::to_string(kMaxExprDepth) +
+                      " levels; split it (e.g. into intermediate variables)");
   n->args = std::move(args);
   return n;
 }

@@ -104,9 +104,14 @@ class Node {
   bool implicit = false;
   std::string text;
   std::string detail;
+  // Height of the tree (a leaf is 1). Printing and solving recurse over it, so builders refuse
+  // trees taller than kMaxExprDepth rather than risk the stack.
+  uint32_t depth = 1;
 
   Node(Op o, Sort s) : op(o), sort(s) {}
 };
+
+inline constexpr uint32_t kMaxExprDepth = 512;
 
 // Python-like source text of an expression, with the fewest parentheses that keep its meaning.
 // TruncDiv/TruncMod print as cdiv(a, b)/cmod(a, b) (they have no Python spelling).

@@ -291,7 +291,20 @@ class Parser {
   }
 
   // --- grammar ---
+  // Recursion guard for the rules that recurse without consuming a bracket pair (not, unary
+  // minus, **) and for brackets (~15 parser frames a level); real specs nest a few levels.
+  struct Nesting {
+    Parser& p;
+    explicit Nesting(Parser& parser) : p(parser) {
+      if (++p.nesting_ > kMaxNesting) p.fail(p.cur().pos, "expression nested too deeply");
+    }
+    ~Nesting() { --p.nesting_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+  };
+
   Expr ternary() {
+    Nesting guard(*this);
     if (is_kw("lambda")) fail(cur().pos, "lambda is not supported in specs");
     const size_t at = cur().pos;
     Expr a = or_test();
@@ -328,6 +341,7 @@ class Parser {
   Expr or_test() { return bool_chain(true); }
 
   Expr not_test() {
+    Nesting guard(*this);
     if (is_kw("not")) {
       const size_t at = cur().pos;
       ++pos_;
@@ -445,6 +459,7 @@ class Parser {
   }
 
   Expr factor() {
+    Nesting guard(*this);
     const size_t at = cur().pos;
     const size_t start = pos_;
     if (accept_punct("-")) {
@@ -854,6 +869,8 @@ class Parser {
   std::vector<Param> names_;
   std::vector<std::string> bound_;
   std::optional<std::string> result_hint_;
+  int nesting_ = 0;
+  static constexpr int kMaxNesting = 200;
 };
 
 }  // namespace

@@ -142,3 +142,10 @@ TEST_CASE("pow with a small literal exponent unrolls into multiplication", "[ir]
   CHECK(to_python(pow(I("x"), int_lit(0))) == "1");
   CHECK(pow(var("r", Sort::Real), int_lit(2))->sort == Sort::Real);
 }
+
+TEST_CASE("trees taller than kMaxExprDepth are refused", "[ir]") {
+  Expr e = I("x");
+  for (uint32_t i = 1; i < kMaxExprDepth; ++i) e = add(e, int_lit(1));
+  CHECK(e->depth == kMaxExprDepth);
+  CHECK_THROWS_AS(add(e, int_lit(1)), SolverError);
+}

@@ -192,3 +192,18 @@ TEST_CASE("valid but unmodelled Python parses to Unsupported", "[spec]") {
   // Typos inside an unmodelled call are still reported.
   CHECK_THROWS_AS(parse_spec("sorted(xz) == xs", s, SpecKind::Ensures), SpecError);
 }
+
+TEST_CASE("pathologically deep input is an error, not a stack overflow", "[spec][errors]") {
+  std::string parens = std::string(5000, '(') + "x" + std::string(5000, ')') + " > 0";
+  CHECK(error_of(parens).find("nested too deeply") != std::string::npos);
+  std::string nots;
+  for (int i = 0; i < 20000; ++i) nots += "not ";
+  CHECK(error_of(nots + "x").find("nested too deeply") != std::string::npos);
+  std::string minus(20000, '-');
+  CHECK(error_of(minus + "x > 0").find("nested too deeply") != std::string::npos);
+  std::string sum = "x";
+  for (int i = 0; i < 2000; ++i) sum += " + x";
+  CHECK(error_of(sum + " > 0").find("nested deeper than 512 levels") != std::string::npos);
+  // Reasonable nesting is fine.
+  CHECK_NOTHROW(ens(std::string(20, '(') + "x" + std::string(20, ')') + " > 0"));
+}

@@ -1,0 +1,178 @@
+// The inference engine's public API: load a GGUF decoder model (gemma3, llama, qwen2), then drive
+// one or more sequences through it token by token. Everything a generation stage needs is here;
+// the pieces behind it live in kernels/model/ (config, weights, forward pass) and kernels/kv/
+// (paged KV cache).
+//
+//   using namespace vsynth::kernels;
+//   auto model = Model::load("models/gemma-3-270m-q4_k_m.gguf",
+//                            {.kv_type = KvType::Int8, .threads = 2, .context_length = 4096});
+//   const Tokenizer& tok = model->tokenizer();
+//   std::unique_ptr<Sequence> seq = model->new_sequence();
+//   std::vector<TokenId> prompt = tok.encode("def fib(n):");
+//   std::span<const float> logits = seq->prefill(prompt);      // float[vocab] of the last token
+//   for (int i = 0; i < 32; ++i) {
+//     TokenId next = argmax(logits);                            // the sampler's job
+//     if (tok.is_eog(next)) break;
+//     logits = seq->decode(next);                               // position() grows by one
+//   }
+//   // Speculation / backtracking: remember a position, try tokens, go back.
+//   int32_t mark = seq->position();
+//   std::span<const float> all = seq->prefill_all(draft);      // draft.size() x vocab rows
+//   seq->rollback(mark + accepted);                            // drop the rejected tail
+//   std::unique_ptr<Sequence> alt = seq->fork();               // shares the prefix's KV blocks
+//
+// Threading: a Model is immutable after load and shared (std::shared_ptr) by every sequence and
+// thread. Each Sequence is driven by one thread at a time; different sequences may run
+// concurrently (they share the model's KV block pool, which is locked). Compute runs in the
+// model's own oneTBB arena of `threads` threads.
+//
+// Memory: weights stay mmap'd (never copied); resident memory is about the file size plus the
+// KV blocks in use plus small per-sequence scratch buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/tokenizer/tokenizer.h"
+
+namespace vsynth::kernels {
+
+// Every engine failure: unknown architecture, missing or misshapen tensors (all listed in one
+// message: name, expected shape, found shape), bad options, a token id outside the vocabulary,
+// a sequence past its context length, an exhausted KV pool, a rollback past the end.
+class EngineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Element type of the KV cache. Attention always accumulates in fp32.
+//   F16:  keys and values stored as IEEE half (2 bytes per element).
+//   Int8: keys as int8 with one fp32 scale per channel (kv head x head dim) per block, computed
+//         when the block fills (the block being written keeps its keys in fp32 until then);
+//         values as int8 with one fp32 scale per token and kv head. About half the bytes of F16.
+enum class KvType { F16, Int8 };
+
+struct ModelOptions {
+  KvType kv_type = KvType::F16;
+  // Worker threads for this model's oneTBB arena; 0 = the machine's default concurrency.
+  int threads = 0;
+  // Positions one sequence may hold; 0 = the model's trained context length (gemma3: 32768).
+  int32_t context_length = 4096;
+  // Total KV tokens the block pool may hold across all live sequences (blocks shared by forks
+  // count once); 0 = context_length (enough for one full sequence). Allocation past it throws.
+  int64_t kv_pool_tokens = 0;
+  // Sliding-window layers free blocks that fall out of their window, but keep this many extra
+  // tokens so that rollback(pos) always works for position() - pos <= rollback_window.
+  int32_t rollback_window = 256;
+};
+
+enum class Arch { Gemma3, Llama, Qwen2 };
+enum class RopeKind { Norm, Neox };           // Norm: adjacent pairs (llama); Neox: two halves
+enum class FfnActivation { Silu, GeluTanh };  // gate activation of the gated FFN
+
+// Everything the forward pass needs to know, read from GGUF metadata ("<arch>.*" keys).
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  std::string arch_name;  // general.architecture as written
+  int32_t vocab_size = 0;
+  int32_t d_model = 0;  // embedding_length
+  int32_t n_layers = 0;
+  int32_t n_heads = 0;
+  int32_t n_kv_heads = 0;
+  int32_t head_dim_k = 0;  // attention.key_length (default d_model / n_heads)
+  int32_t head_dim_v = 0;  // attention.value_length
+  int32_t ffn_dim = 0;     // feed_forward_length
+  int32_t trained_context = 0;
+  float rms_eps = 1e-6f;
+  RopeKind rope_kind = RopeKind::Norm;
+  float rope_base = 10000.0f;         // full-attention layers
+  float rope_base_sliding = 10000.f;  // sliding-window layers (gemma3: 10000)
+  int32_t rope_dims = 0;              // leading dims of each head that rotate (all of them here)
+  int32_t sliding_window = 0;         // 0 = none; a key is visible iff pos_q - pos_k < window
+  std::vector<bool> layer_sliding;    // per layer: true = sliding-window attention
+  float attn_scale = 0.0f;            // q scale before softmax (1/sqrt(head_dim_k) unless set)
+  float embed_scale = 1.0f;           // gemma3: sqrt(d_model)
+  FfnActivation ffn_act = FfnActivation::Silu;
+  bool tied_output = false;  // no output.weight: logits use token_embd
+  bool qkv_bias = false;     // qwen2
+  bool qk_norm = false;      // gemma3: per-head RMSNorm of q and k
+  bool post_norms = false;   // gemma3: post_attention_norm and post_ffw_norm
+};
+
+// KV memory accounting (bytes of the pool's blocks; a block shared by forks counts once).
+struct KvStats {
+  int64_t bytes_used = 0;      // blocks currently held by some sequence
+  int64_t bytes_capacity = 0;  // kv_pool_tokens worth of blocks
+  int64_t blocks_used = 0;
+  int64_t blocks_capacity = 0;
+  int32_t block_tokens = 0;  // tokens per block
+};
+
+class Sequence;
+
+class Model : public std::enable_shared_from_this<Model> {
+ public:
+  // Maps the file, reads the config and tokenizer, checks every tensor. Throws EngineError
+  // (unknown architecture, missing/misshapen tensors, bad options) or GgufError / TokenizerError.
+  static std::shared_ptr<Model> load(const std::filesystem::path& path,
+                                     const ModelOptions& options = {});
+  virtual ~Model();
+
+  const ModelConfig& config() const;
+  const ModelOptions& options() const;  // with 0 defaults resolved
+  const Tokenizer& tokenizer() const;
+  std::size_t weight_bytes() const;  // bytes of all tensors (mapped, not copied)
+  KvStats kv_stats() const;
+
+  // A new, empty sequence (position 0). It keeps the model alive.
+  std::unique_ptr<Sequence> new_sequence();
+
+ protected:
+  Model() = default;
+};
+
+// One stream of tokens with its KV cache. Logit spans stay valid until the next call that
+// evaluates tokens on this sequence (prefill, prefill_all, decode) or its destruction.
+class Sequence {
+ public:
+  virtual ~Sequence();
+
+  // Evaluates `tokens` at positions position() .. position()+n-1 in one batched pass and returns
+  // the last token's logits (float[vocab]). Empty input: throws EngineError.
+  virtual std::span<const float> prefill(std::span<const TokenId> tokens) = 0;
+  // Same, but returns every token's logits: n rows of vocab floats, row-major (speculative
+  // verification, teacher forcing).
+  virtual std::span<const float> prefill_all(std::span<const TokenId> tokens) = 0;
+  // One token at position(); its logits (float[vocab]).
+  virtual std::span<const float> decode(TokenId token) = 0;
+
+  // Tokens evaluated so far (= the position the next token gets).
+  virtual int32_t position() const = 0;
+  // Those tokens, in order.
+  virtual std::span<const TokenId> tokens() const = 0;
+  // The logits most recently returned (last row), empty before the first evaluation or after a
+  // rollback.
+  virtual std::span<const float> last_logits() const = 0;
+
+  // Forgets every token at positions >= pos; blocks no longer needed go back to the pool.
+  // Valid for min_rollback_position() <= pos <= position() (EngineError otherwise): sliding
+  // layers cannot get back keys they already freed, so a model with sliding layers can always
+  // roll back ModelOptions::rollback_window tokens, and further only while the keys are held.
+  virtual void rollback(int32_t pos) = 0;
+  virtual int32_t min_rollback_position() const = 0;
+  // A new sequence with the same tokens and KV cache. Full blocks are shared (reference counted);
+  // the partial last block is copied when either side writes to it (copy-on-write).
+  virtual std::unique_ptr<Sequence> fork() const = 0;
+
+  // Bytes of KV blocks this sequence references (shared blocks counted in full).
+  virtual int64_t kv_bytes() const = 0;
+  virtual const Model& model() const = 0;
+};
+
+}  // namespace vsynth::kernels

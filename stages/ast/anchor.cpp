@@ -273,6 +273,11 @@ std::optional<NodeInfo> owner_of(const ParsedFile& file, TSNode fn, const KindRu
 // -------------------------------------------------------------------------------- naming --
 
 std::string_view definition_name(const ParsedFile& file, TSNode node, const KindRule& rule) {
+  return definition_name(file, node, rule, std::nullopt);
+}
+
+std::string_view definition_name(const ParsedFile& file, TSNode node, const KindRule& rule,
+                                 std::optional<TSNode> parent) {
   const Language& lang = file.language();
   std::string_view name;
   switch (rule.name_from) {
@@ -310,11 +315,12 @@ std::string_view definition_name(const ParsedFile& file, TSNode node, const Kind
   }
   name = trim(name);
   if (name.empty() && rule.name_from != NameFrom::Text) {
-    // `const f = () => 1`: the parent names the anonymous function.
-    const TSNode parent = ts_node_parent(node);
-    const std::string_view f = lang.naming_field(parent);
+    // `const f = () => 1`: the parent names the anonymous function. (ts_node_parent walks down
+    // from the root, O(depth x siblings), hence the parent when the caller knows it.)
+    const TSNode p = parent ? *parent : ts_node_parent(node);
+    const std::string_view f = lang.naming_field(p);
     if (!f.empty()) {
-      const TSNode named = field(parent, f);
+      const TSNode named = field(p, f);
       if (!ts_node_is_null(named) && !ts_node_eq(named, node)) name = trim(file.text(named));
     }
   }
@@ -353,7 +359,9 @@ Anchor anchor(const ParsedFile& file, const Cursor& cursor, const AnchorOptions&
   for (auto it = scopes_from.rbegin(); it != scopes_from.rend(); ++it) {
     const std::optional<ScopeHit> hit = scope_of(lang, *it);
     if (!hit) continue;
-    NodeInfo info = info_of(*it, definition_name(file, *it, *hit->rule));
+    const std::optional<TSNode> parent =
+        it + 1 != scopes_from.rend() ? std::optional<TSNode>(*(it + 1)) : std::nullopt;
+    NodeInfo info = info_of(*it, definition_name(file, *it, *hit->rule, parent));
     if (hit->kind == ScopeKind::Function && !a.function) {
       a.function = info;
       if (!a.enclosing_class) a.enclosing_class = owner_of(file, *it, *hit->rule);
@@ -366,22 +374,29 @@ Anchor anchor(const ParsedFile& file, const Cursor& cursor, const AnchorOptions&
   }
 
   // Module and its declared package (Go's `package main`, Java's `package a.b;`).
+  // Top-level children only, through a cursor: ts_node_named_child(root, i) costs O(i).
   a.module = info_of(root, {});
-  for (uint32_t i = 0, n = ts_node_named_child_count(root); i < n; ++i) {
-    const TSNode child = ts_node_named_child(root, i);
-    if (const KindRule* r = lang.package_rule(child)) {
-      a.module.name = definition_name(file, child, *r);
-      break;
-    }
+  if (!lang.nodes().packages.empty()) {
+    walk(root, [&](TSNode n) {
+      if (!a.module.name.empty()) return false;
+      if (const KindRule* r = lang.package_rule(n)) a.module.name = definition_name(file, n, *r);
+      return ts_node_eq(n, root);
+    });
   }
 
-  // Imports anywhere in the file (Python imports inside functions, C includes under #ifdef).
+  // Imports visible at the cursor: skip the bodies of definitions that do not enclose it (an
+  // import inside another function is not in scope here), descend into everything else
+  // (#ifdef blocks, Python `try:`/`if:` at module level, the enclosing namespace).
+  auto encloses_cursor = [&](TSNode n) {
+    return std::any_of(a.scopes.begin(), a.scopes.end(),
+                       [&](const Scope& sc) { return ts_node_eq(sc.info.node, n); });
+  };
   walk(root, [&](TSNode n) {
     if (const KindRule* r = lang.import_rule(n)) {
       a.imports.push_back(info_of(n, definition_name(file, n, *r)));
       return false;
     }
-    return true;
+    return !scope_of(lang, n) || encloses_cursor(n);
   });
 
   // Identifiers near the cursor within the innermost function (else class, else file).

@@ -1,7 +1,7 @@
 // Anchoring: where a cursor sits in a parsed file, in the terms later stages need: the
 // smallest named node at the cursor, the enclosing function/method and class/struct/impl, every
-// enclosing scope, the module (and its package), the imports, and the identifiers used near the
-// cursor within the enclosing function, nearest first.
+// enclosing scope, the module (and its package), the imports visible there, and the identifiers
+// used near the cursor within the enclosing function, nearest first.
 //
 // Cursor convention: a cursor sits *between* bytes. Cursor::at(row, column) is 0-based with
 // the column counted in bytes, tree-sitter's own convention; Cursor::at_one_based(line,
@@ -93,8 +93,11 @@ struct Anchor {
                                             // method with no such node, its receiver type
   NodeInfo module;                          // the root; name = declared package, if any
   std::vector<Scope> scopes;                // every enclosing definition, innermost first
-  std::vector<NodeInfo> imports;            // every import/include/use, in source order
-  std::vector<Reference> identifiers;       // distinct names, nearest first
+  // Imports visible at the cursor, in source order: those outside every function, class and
+  // namespace (including under #ifdef, `if`, `try`), plus those inside the ones enclosing the
+  // cursor. An import inside another function is left out.
+  std::vector<NodeInfo> imports;
+  std::vector<Reference> identifiers;  // distinct names, nearest first
 };
 
 struct AnchorOptions {
@@ -105,7 +108,10 @@ struct AnchorOptions {
 
 Anchor anchor(const ParsedFile& file, const Cursor& cursor, const AnchorOptions& options = {});
 
-// The name a definition node carries under `rule` (see KindRule), or "".
+// The name a definition node carries under `rule` (see KindRule), or "". Pass `parent` when
+// known: finding it costs a walk down from the root (anonymous functions are named by it).
 std::string_view definition_name(const ParsedFile& file, TSNode node, const KindRule& rule);
+std::string_view definition_name(const ParsedFile& file, TSNode node, const KindRule& rule,
+                                 std::optional<TSNode> parent);
 
 }  // namespace vsynth::stages::ast

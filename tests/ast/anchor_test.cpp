@@ -41,107 +41,28 @@ std::vector<std::string> scope_names(const ast::Anchor& a) {
 }  // namespace
 
 TEST_CASE("anchoring a cursor inside a method, per language", "[ast][anchor]") {
+  // clang-format off
   const std::vector<Expect> cases = {
-      {"sample.py",
-       "a",
-       "identifier",
-       "amount",
-       "function_definition",
-       "restock",
-       "Inventory",
-       6,
-       "from __future__ import annotations",
-       "",
-       {"amount", "item", "quantity"}},
-      {"sample.c",
-       "a",
-       "identifier",
-       "value",
-       "function_definition",
-       "ring_push",
-       "",
-       3,
-       "#include <stdio.h>",
-       "",
-       {"value", "r", "cap"}},
-      {"sample.cpp",
-       "a",
-       "identifier",
-       "quantity",
-       "function_definition",
-       "add",
-       "Cart",
-       4,
-       "#include <map>",
-       "",
-       {"quantity", "it", "second"}},
-      {"sample.go",
-       "a",
-       "identifier",
-       "n",
-       "method_declaration",
-       "Take",
-       "Store",
-       1,
-       "import (\n\t\"errors\"\n\t\"fmt\"\n\t\"sort\"\n)",
-       "inventory",
-       {"n", "have", "levels"}},
-      {"sample.java",
-       "a",
-       "identifier",
-       "price",
-       "method_declaration",
-       "add",
-       "Cart",
-       3,
-       "import java.util.ArrayList;",
-       "com.example.shop",
-       {"price", "total", "sku"}},
-      {"sample.js",
-       "a",
-       "identifier",
-       "item",
-       "method_definition",
-       "push",
-       "Queue",
-       2,
-       "import fs from \"node:fs\";",
-       "",
-       {"item", "push", "limit"}},
-      {"sample.ts",
-       "a",
-       "identifier",
-       "job",
-       "method_definition",
-       "submit",
-       "Scheduler",
-       2,
-       "import { EventEmitter } from \"events\";",
-       "",
-       {"job", "push", "queue"}},
-      {"sample.tsx",
-       "a",
-       "identifier",
-       "title",
-       "method_definition",
-       "render",
-       "Panel",
-       1,
-       "import React, { useState } from \"react\";",
-       "",
-       {"title", "label", "props"}},
-      {"sample.rs",
-       "a",
-       "identifier",
-       "amount",
-       "function_item",
-       "deposit",
-       "Ledger",
-       2,
-       "use std::collections::HashMap;",
-       "",
-       {"amount", "entry", "or_insert"}},
+      {"sample.py", "a", "identifier", "amount", "function_definition", "restock", "Inventory",
+       5, "from __future__ import annotations", "", {"amount", "item", "quantity"}},
+      {"sample.c", "a", "identifier", "value", "function_definition", "ring_push", "",
+       3, "#include <stdio.h>", "", {"value", "r", "cap"}},
+      {"sample.cpp", "a", "identifier", "quantity", "function_definition", "add", "Cart",
+       4, "#include <map>", "", {"quantity", "it", "second"}},
+      {"sample.go", "a", "identifier", "n", "method_declaration", "Take", "Store",
+       1, "import (\n\t\"errors\"\n\t\"fmt\"\n\t\"sort\"\n)", "inventory", {"n", "have", "levels"}},
+      {"sample.java", "a", "identifier", "price", "method_declaration", "add", "Cart",
+       3, "import java.util.ArrayList;", "com.example.shop", {"price", "total", "sku"}},
+      {"sample.js", "a", "identifier", "item", "method_definition", "push", "Queue",
+       2, "import fs from \"node:fs\";", "", {"item", "push", "limit"}},
+      {"sample.ts", "a", "identifier", "job", "method_definition", "submit", "Scheduler",
+       2, "import { EventEmitter } from \"events\";", "", {"job", "push", "queue"}},
+      {"sample.tsx", "a", "identifier", "title", "method_definition", "render", "Panel",
+       1, "import React, { useState } from \"react\";", "", {"title", "label", "props"}},
+      {"sample.rs", "a", "identifier", "amount", "function_item", "deposit", "Ledger",
+       2, "use std::collections::HashMap;", "", {"amount", "entry", "or_insert"}},
   };
+  // clang-format on
   for (const Expect& e : cases) {
     INFO(e.file << " <@" << e.marker << ">");
     const auto s = ast::test::load_sample(e.file);
@@ -285,6 +206,23 @@ TEST_CASE("anchoring: a Python cursor on a blank indented line belongs to the bl
   const ast::Anchor top = ast::anchor(file, ast::Cursor::at_byte(eof - 4));
   CHECK(top.scopes.empty());
   CHECK(top.node.type == "module");
+}
+
+TEST_CASE("anchoring: imports inside a function are visible only there", "[ast][anchor]") {
+  const auto s = ast::test::load_sample("sample.py");
+  const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+  const auto in_total = static_cast<uint32_t>(s.source.find("math.fsum"));
+  const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(in_total));
+  REQUIRE(a.function->name == "total");
+  REQUIRE(a.imports.size() == 6);
+  CHECK(a.imports.back().name == "import math");
+  CHECK(ast::anchor(file, ast::Cursor::at_byte(s.at("a"))).imports.size() == 5);
+
+  // C++: `using std::string;` sits in namespace shop: visible in Cart, not in main().
+  const auto cpp = ast::test::load_sample("sample.cpp");
+  const ast::ParsedFile cfile = ast::ParsedFile::from_path(cpp.path, cpp.source);
+  CHECK(ast::anchor(cfile, ast::Cursor::at_byte(cpp.at("a"))).imports.size() == 4);
+  CHECK(ast::anchor(cfile, ast::Cursor::at_byte(cpp.at("lambda"))).imports.size() == 3);
 }
 
 TEST_CASE("anchoring: the three cursor conventions agree", "[ast][anchor]") {

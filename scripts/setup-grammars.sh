@@ -199,10 +199,9 @@ for g in "${grammars[@]}"; do
   f=$(sdist_path "$name" "$version")
   top=$(sdist_top "$f")
   # scanner.c is optional (c, go, java have none); LICENSE is kept beside the code (MIT).
-  members=$(tar -tzf "$f" | grep -E "^$top/($dir/(parser|scanner)\.c|LICENSE)$" || true)
-  grep -q "/$dir/parser.c$" <<<"$members" || die "$f has no $dir/parser.c"
-  # shellcheck disable=SC2086  # members are tar paths without spaces
-  tar -xzf "$f" -C "$unpack" $members
+  mapfile -t grammar_members < <(tar -tzf "$f" | grep -E "^$top/($dir/(parser|scanner)\.c|LICENSE)$" || true)
+  printf '%s\n' "${grammar_members[@]}" | grep -q "/$dir/parser.c$" || die "$f has no $dir/parser.c"
+  tar -xzf "$f" -C "$unpack" "${grammar_members[@]}"
   src="$unpack/$top/$dir"
   abi=$(sed -n 's/^#define LANGUAGE_VERSION \([0-9][0-9]*\).*/\1/p;T;q' "$src/parser.c")
   [ "$abi" = "$abi_wanted" ] || die "$name $version ($lang) generates tree-sitter ABI \

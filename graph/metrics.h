@@ -1,5 +1,11 @@
-// Per-stage run metrics: items processed and failed, queue length, in flight, items per port,
-// and latency percentiles from a log-bucketed histogram (lock-free; ~4% bucket resolution).
+// Per-stage run metrics: items started, processed and failed, queue length, items per port,
+// and latency percentiles from a log-bucketed histogram (16 buckets per octave, ~4% wide).
+//
+// Counting sits on the hot path of every stage for every item, so counters live in
+// per-thread shards (each thread owns one and updates it with plain relaxed stores; threads
+// beyond the shard count share the last one with atomic adds) and readers sum the shards.
+// The queue length of a stage whose queue limits something (a `reject` edge, a watched
+// `block` edge) is instead one exact shared counter, with its maximum tracked.
 #pragma once
 
 #include <array>
@@ -7,37 +13,63 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vsynth::graph {
 
-class LatencyHistogram {
+class StageMetrics {
  public:
-  void record(int64_t ns);
-  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
-  // q in [0, 1]; the geometric middle of the bucket holding the q-th sample, in ns.
-  double percentile(double q) const;
-  double mean_ns() const;
+  static constexpr int kMaxPorts = 16;
+
+  StageMetrics();
+  ~StageMetrics();
+  StageMetrics(const StageMetrics&) = delete;
+  StageMetrics& operator=(const StageMetrics&) = delete;
+
+  // Makes the queue length exact (one shared counter) for stages whose queue limits flow.
+  void set_exact_queue(bool exact) { exact_queue_ = exact; }
   void reset();
 
- private:
-  static constexpr int kSub = 16;  // buckets per power of two
-  static constexpr int kBuckets = 48 * kSub;
-  static int bucket_of(int64_t ns);
-  std::array<std::atomic<uint64_t>, kBuckets> buckets_{};
-  std::atomic<uint64_t> count_{0};
-  std::atomic<uint64_t> sum_ns_{0};
-};
+  // --- hot path ---
+  void enqueued();            // an item waits in front of the stage
+  void started();             // the stage took an item from its queue
+  void finished(int64_t ns);  // ... and is done with it after `ns`
+  void errored();             // the item failed inside the stage
+  void left_through(uint32_t port);
 
-struct StageMetrics {
-  explicit StageMetrics(std::size_t ports) : per_port(ports) {}
-  std::atomic<uint64_t> processed{0};
-  std::atomic<uint64_t> errors{0};  // exceptions / failed completions
-  std::atomic<int64_t> queued{0};   // waiting in front of the stage
-  std::atomic<int64_t> in_flight{0};
-  std::atomic<int64_t> max_queued{0};
-  std::vector<std::atomic<uint64_t>> per_port;
-  LatencyHistogram latency;
+  // --- readers (sums over shards; approximate while the run is moving) ---
+  int64_t queued() const;
+  int64_t in_flight() const;
+  int64_t max_queued() const { return max_queued_.load(std::memory_order_relaxed); }
+  uint64_t processed() const;
+  uint64_t errors() const;
+  uint64_t port_count(uint32_t port) const;
+  double percentile_ns(double q) const;  // q in [0, 1]
+  double mean_ns() const;
+
+ private:
+  static constexpr int kSub = 16;
+  static constexpr int kBuckets = 48 * kSub;
+  static constexpr int kShards = 32;  // the last one is shared by threads beyond the others
+
+  struct alignas(64) Shard {
+    std::atomic<int64_t> queued{0}, started{0}, processed{0}, errors{0}, sum_ns{0};
+    std::array<std::atomic<uint64_t>, kMaxPorts> ports{};
+    std::array<std::atomic<uint32_t>, kBuckets> buckets{};
+  };
+
+  static int bucket_of(int64_t ns);
+  Shard& mine();
+  template <class T>
+  void bump(std::atomic<T>& counter, T by);
+  template <class F>
+  int64_t sum(F field) const;
+
+  std::unique_ptr<Shard[]> shards_;
+  bool exact_queue_ = false;
+  std::atomic<int64_t> exact_queued_{0};
+  std::atomic<int64_t> max_queued_{0};
 };
 
 // A stage's numbers at one moment, for tables and JSON.

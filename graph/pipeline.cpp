@@ -1,8 +1,11 @@
 #include "graph/pipeline.h"
 
+#include "graph/clock.h"
+
 #include <fmt/format.h>
 #include <oneapi/tbb/flow_graph.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <stdexcept>
 #include <thread>
@@ -17,12 +20,6 @@ uint32_t thread_number() {
   static std::atomic<uint32_t> next{1};
   thread_local uint32_t id = next.fetch_add(1);
   return id;
-}
-
-void bump_max(std::atomic<int64_t>& m, int64_t v) {
-  int64_t cur = m.load(std::memory_order_relaxed);
-  while (v > cur && !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
 }
 
 }  // namespace
@@ -56,7 +53,12 @@ Pipeline::Pipeline(ValidatedPipeline spec, const Registry& registry) : spec_(std
       throw std::runtime_error(fmt::format("{}: building stage `{}` ({}) failed: {}", spec_.file,
                                            s.name, c.kind, e.what()));
     }
-    metrics_.push_back(std::make_unique<StageMetrics>(c.ports.size()));
+    if (c.ports.size() > StageMetrics::kMaxPorts) {
+      throw std::runtime_error(
+          fmt::format("stage `{}` ({}) declares {} ports; at most {} are supported", s.name, c.kind,
+                      c.ports.size(), StageMetrics::kMaxPorts));
+    }
+    metrics_.push_back(std::make_unique<StageMetrics>());
   }
 }
 
@@ -67,6 +69,10 @@ Pipeline::~Pipeline() {
 
 // One run's flow graph and bookkeeping.
 struct PipelineImpl {
+  // Stage nodes pass the item on along their native edge (the default port's, see
+  // native_edge) and return null when they routed it by hand: TBB then runs the successor
+  // in the same thread without spawning a task, like a hand-written chain.
+  using SNode = flow::function_node<ItemPtr, ItemPtr, flow::queueing>;
   using FNode = flow::function_node<ItemPtr, flow::continue_msg, flow::queueing>;
   using ANode = flow::async_node<ItemPtr, ItemPtr, flow::queueing>;
   using Clock = std::chrono::steady_clock;
@@ -77,6 +83,12 @@ struct PipelineImpl {
     if (!opts.trace_path.empty()) trace = std::make_unique<TraceWriter>(opts.trace_path);
     build();
     watch_block_edges();
+    // Queues that limit something are counted exactly; the rest in cheap per-thread shards.
+    for (auto& m : p.metrics_) m->set_exact_queue(false);
+    for (const auto& e : spec.edges) {
+      if (e.to != kOut && e.policy == QueuePolicy::Reject) p.metrics_[e.to]->set_exact_queue(true);
+    }
+    for (const auto& w : block_watch) p.metrics_[w.first->to]->set_exact_queue(true);
   }
 
   Pipeline& p;
@@ -88,26 +100,29 @@ struct PipelineImpl {
   std::unique_ptr<TraceWriter> trace;
 
   flow::graph g;
-  std::vector<std::unique_ptr<FNode>> sync_nodes;
+  std::vector<std::unique_ptr<SNode>> sync_nodes;
   std::vector<std::unique_ptr<ANode>> async_nodes;
-  std::vector<std::unique_ptr<FNode>> routers;
+  std::vector<std::unique_ptr<SNode>> routers;
+  std::vector<int> native_edge;  // per stage: the edge wired as a flow-graph edge, or -1
   std::unique_ptr<flow::sequencer_node<ItemPtr>> sequencer;
   std::unique_ptr<FNode> sink_node;
   std::vector<std::shared_ptr<const Completion::Fn>> completions;
 
-  // Admission gate: items inside the graph, bounded by max_in_flight.
+  // Admission gate: items inside the graph, bounded by max_in_flight. The feeder sleeps when
+  // the graph is full and is woken once it has drained to the low-water mark, not per item:
+  // a futex wake per item would cost more than the stages themselves.
   std::mutex gate_mu;
   std::condition_variable gate_cv;
-  int64_t inside = 0;
+  std::atomic<int64_t> inside{0};
+  std::atomic<bool> feeder_waiting{false};
+  int64_t low_water = 0;
 
   RunResult result;  // written by the (serial) sink node, and the feeder before/after
   std::atomic<uint64_t> admitted{0};
   std::mutex fatal_mu;
-  Clock::time_point t0 = Clock::now();
+  int64_t t0 = FastClock::now_ns();
 
-  int64_t now_ns() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-  }
+  int64_t now_ns() const { return FastClock::now_ns() - t0; }
 
   void set_fatal(std::string why) {
     {
@@ -118,31 +133,46 @@ struct PipelineImpl {
     gate_cv.notify_all();
   }
 
+  // The default port's edge becomes a flow-graph edge when nothing has to be decided on the
+  // way: a forward edge to a stage with a `block` queue, or to `out` when order needs no
+  // restoring. Everything else (other ports, back edges, `reject` queues) is routed by hand.
+  bool wire_natively(const ResolvedEdge& e) const {
+    if (e.port != 0 || e.back_edge) return false;
+    if (e.to == kOut) return !spec.ordered;
+    return e.policy == QueuePolicy::Block;
+  }
+
+  flow::receiver<ItemPtr>& input_of(int stage) {
+    if (sync_nodes[stage]) return *sync_nodes[stage];
+    return *async_nodes[stage];
+  }
+
   void build() {
     const std::size_t n = spec.stages.size();
     sync_nodes.resize(n);
     async_nodes.resize(n);
     routers.resize(n);
     completions.resize(n);
+    native_edge.assign(n, -1);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& s = spec.stages[i];
+      const int e = s.port_edges.empty() ? -1 : s.port_edges[0];
+      if (e >= 0 && wire_natively(spec.edges[e])) native_edge[i] = e;
       const std::size_t conc = s.concurrency.limit == 0 ? static_cast<std::size_t>(flow::unlimited)
                                                         : s.concurrency.limit;
       if (s.kind->contract.execution == Execution::Sync) {
         auto* stage = static_cast<SyncStage*>(p.stages_[i].get());
-        sync_nodes[i] = std::make_unique<FNode>(g, conc, [this, i, stage](const ItemPtr& item) {
-          run_sync(i, *stage, item);
-          return flow::continue_msg();
+        sync_nodes[i] = std::make_unique<SNode>(g, conc, [this, i, stage](const ItemPtr& item) {
+          return item ? run_sync(i, *stage, item) : ItemPtr();
         });
       } else {
         auto* stage = static_cast<AsyncStage*>(p.stages_[i].get());
         async_nodes[i] = std::make_unique<ANode>(
             g, conc, [this, i, stage](const ItemPtr& item, ANode::gateway_type& gw) {
-              start_async(i, *stage, item, gw);
+              if (item) start_async(i, *stage, item, gw);
             });
-        routers[i] = std::make_unique<FNode>(g, flow::unlimited, [this, i](const ItemPtr& item) {
-          route(i, item, item->pending_port_);
-          return flow::continue_msg();
+        routers[i] = std::make_unique<SNode>(g, flow::unlimited, [this, i](const ItemPtr& item) {
+          return item && route(i, item, item->pending_port_) ? item : ItemPtr();
         });
         flow::make_edge(*async_nodes[i], *routers[i]);
         ANode::gateway_type* gw = &async_nodes[i]->gateway();
@@ -153,7 +183,7 @@ struct PipelineImpl {
       }
     }
     sink_node = std::make_unique<FNode>(g, flow::serial, [this](const ItemPtr& item) {
-      write(item);
+      if (item) write(item);
       return flow::continue_msg();
     });
     if (spec.ordered) {
@@ -161,14 +191,28 @@ struct PipelineImpl {
           g, [](const ItemPtr& item) -> std::size_t { return item->seq(); });
       flow::make_edge(*sequencer, *sink_node);
     }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (native_edge[i] < 0) continue;
+      const ResolvedEdge& e = spec.edges[native_edge[i]];
+      flow::sender<ItemPtr>& from = sync_nodes[i]
+                                        ? static_cast<flow::sender<ItemPtr>&>(*sync_nodes[i])
+                                        : static_cast<flow::sender<ItemPtr>&>(*routers[i]);
+      if (e.to == kOut) {
+        flow::make_edge(from, *sink_node);
+      } else {
+        flow::make_edge(from, input_of(e.to));
+      }
+    }
   }
 
   // --- per item ---
 
-  void enter(std::size_t stage, const ItemPtr& item, const ResolvedEdge* edge) {
+  // Queues the item in front of `stage`: by hand, or (native) by the caller returning it
+  // along its flow-graph edge.
+  void enter(std::size_t stage, const ItemPtr& item, const ResolvedEdge* edge,
+             bool native = false) {
     StageMetrics& m = *p.metrics_[stage];
-    if (edge && edge->policy == QueuePolicy::Reject &&
-        m.queued.load(std::memory_order_relaxed) >= edge->capacity) {
+    if (edge && edge->policy == QueuePolicy::Reject && m.queued() >= edge->capacity) {
       fail(item, stage_names[stage], "",
            fmt::format("rejected: the queue in front of stage `{}` is full ({} items, policy "
                        "reject)",
@@ -176,7 +220,8 @@ struct PipelineImpl {
            "rejected");
       return;
     }
-    bump_max(m.max_queued, m.queued.fetch_add(1, std::memory_order_relaxed) + 1);
+    m.enqueued();
+    if (native) return;
     if (sync_nodes[stage]) {
       sync_nodes[stage]->try_put(item);
     } else {
@@ -184,18 +229,11 @@ struct PipelineImpl {
     }
   }
 
-  void begin(std::size_t stage) {
-    StageMetrics& m = *p.metrics_[stage];
-    m.queued.fetch_sub(1, std::memory_order_relaxed);
-    m.in_flight.fetch_add(1, std::memory_order_relaxed);
-  }
+  void begin(std::size_t stage) { p.metrics_[stage]->started(); }
 
   void end(std::size_t stage, Item& item, int64_t start) {
     const int64_t stop = now_ns();
-    StageMetrics& m = *p.metrics_[stage];
-    m.latency.record(stop - start);
-    m.processed.fetch_add(1, std::memory_order_relaxed);
-    m.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    p.metrics_[stage]->finished(stop - start);
     if (trace) {
       item.trace_.push_back(
           {static_cast<uint32_t>(stage), start, stop, thread_number(), item.attempt_});
@@ -203,14 +241,14 @@ struct PipelineImpl {
   }
 
   void stage_error(std::size_t stage, const ItemPtr& item, const std::string& what) {
-    p.metrics_[stage]->errors.fetch_add(1, std::memory_order_relaxed);
+    p.metrics_[stage]->errored();
     const auto msg = fmt::format("stage `{}` ({}) failed: {}", stage_names[stage],
                                  spec.stages[stage].kind->contract.kind, what);
     if (spec.fail_fast) set_fatal(fmt::format("item `{}`: {} (fail_fast is on)", item->id(), msg));
     fail(item, stage_names[stage], "", msg, "error");
   }
 
-  void run_sync(std::size_t stage, SyncStage& s, const ItemPtr& item) {
+  ItemPtr run_sync(std::size_t stage, SyncStage& s, const ItemPtr& item) {
     begin(stage);
     const int64_t start = now_ns();
     Port port = 0;
@@ -229,9 +267,9 @@ struct PipelineImpl {
     end(stage, *item, start);
     if (!error.empty()) {
       stage_error(stage, item, error);
-      return;
+      return nullptr;
     }
-    route(stage, item, port);
+    return route(stage, item, port) ? item : nullptr;
   }
 
   void start_async(std::size_t stage, AsyncStage& s, const ItemPtr& item, ANode::gateway_type& gw) {
@@ -269,19 +307,22 @@ struct PipelineImpl {
       stage_error(stage, item, error);
     } else {
       item->pending_port_ = *port;
-      gw.try_put(item);
+      gw.try_put(item);  // to the router, which routes it on a graph thread
     }
     gw.release_wait();
   }
 
-  void route(std::size_t stage, const ItemPtr& item, Port port) {
-    StageMetrics& m = *p.metrics_[stage];
-    m.per_port[port].fetch_add(1, std::memory_order_relaxed);
-    const ResolvedEdge& e = spec.edges[spec.stages[stage].port_edges[port]];
+  // Sends the item on from `stage` through `port`. Returns true when the caller must pass it
+  // along its native flow-graph edge; false when it was delivered here.
+  bool route(std::size_t stage, const ItemPtr& item, Port port) {
+    p.metrics_[stage]->left_through(port);
+    const int edge_index = spec.stages[stage].port_edges[port];
+    const ResolvedEdge& e = spec.edges[edge_index];
     const PortSpec& ps = spec.stages[stage].kind->contract.ports[port];
+    const bool native = native_edge[stage] == edge_index;
     if (e.to == kOut) {
-      finish(item, stage_names[stage], ps.name, !ps.failure);
-      return;
+      finish(item, stage_names[stage], ps.name, !ps.failure, !native);
+      return native;
     }
     if (e.back_edge) {
       if (item->attempt_ >= e.max_attempts || control.cancelled()) {
@@ -291,20 +332,22 @@ struct PipelineImpl {
                  : fmt::format("exhausted: {} attempts used (max_attempts of {}.{} -> {})",
                                item->attempt_, stage_names[stage], ps.name, stage_names[e.to]),
              "exhausted");
-        return;
+        return false;
       }
       ++item->attempt_;
     }
-    enter(static_cast<std::size_t>(e.to), item, &e);
+    enter(static_cast<std::size_t>(e.to), item, &e, native);
+    return native;
   }
 
-  void finish(const ItemPtr& item, const std::string& stage, const std::string& port, bool passed) {
+  void finish(const ItemPtr& item, const std::string& stage, const std::string& port, bool passed,
+              bool deliver_now = true) {
     Outcome& o = item->outcome_;
     o.passed = passed;
     o.stage = stage;
     o.port = port;
     if (o.status.empty()) o.status = stage + "." + port;
-    deliver(item);
+    if (deliver_now) deliver(item);
   }
 
   void fail(const ItemPtr& item, const std::string& stage, const std::string& port,
@@ -349,11 +392,11 @@ struct PipelineImpl {
       pr.elapsed_s = static_cast<double>(now_ns()) * 1e-9;
       opts.on_progress(pr);
     }
-    {
+    const int64_t left = inside.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    if (left <= low_water && feeder_waiting.load(std::memory_order_acquire)) {
       std::lock_guard lock(gate_mu);
-      --inside;
+      gate_cv.notify_one();
     }
-    gate_cv.notify_one();
   }
 
   // For each `block` edge: the stages whose items can still reach it (its source and
@@ -366,6 +409,9 @@ struct PipelineImpl {
     const int n = static_cast<int>(spec.stages.size());
     for (const auto& e : spec.edges) {
       if (e.to == kOut || e.back_edge || e.policy != QueuePolicy::Block) continue;
+      // Items held upstream of an edge are items inside the graph: an edge at least as large
+      // as max_in_flight can never fill, so it needs no watching.
+      if (e.capacity >= spec.max_in_flight) continue;
       std::vector<bool> up(n, false);
       std::vector<int> todo{e.from};
       up[e.from] = true;
@@ -389,17 +435,33 @@ struct PipelineImpl {
 
   bool pressure() const {
     for (const auto& [e, upstream] : block_watch) {
-      int64_t held = p.metrics_[e->to]->queued.load(std::memory_order_relaxed);
-      for (int u : upstream) {
-        held += p.metrics_[u]->queued.load(std::memory_order_relaxed) +
-                p.metrics_[u]->in_flight.load(std::memory_order_relaxed);
-      }
+      int64_t held = p.metrics_[e->to]->queued();
+      for (int u : upstream) held += p.metrics_[u]->queued() + p.metrics_[u]->in_flight();
       if (held >= e->capacity) return true;
     }
     return false;
   }
 
+  // Waits until one more item may enter; false when the run was cancelled meanwhile.
+  bool admit() {
+    while (!control.cancelled()) {
+      if (inside.load(std::memory_order_acquire) < spec.max_in_flight && !pressure()) {
+        inside.fetch_add(1, std::memory_order_acq_rel);
+        return true;
+      }
+      std::unique_lock lock(gate_mu);
+      feeder_waiting.store(true, std::memory_order_release);
+      // Wake on the low-water mark; the timeout also polls `block` queues and Ctrl-C.
+      gate_cv.wait_for(lock, std::chrono::milliseconds(2), [&] {
+        return control.cancelled() || inside.load(std::memory_order_acquire) <= low_water;
+      });
+      feeder_waiting.store(false, std::memory_order_release);
+    }
+    return false;
+  }
+
   void feed(Source& source) {
+    low_water = spec.max_in_flight / 2;  // wake the feeder when half drained: few wake-ups
     if (auto total = source.total()) result.total = *total;
     uint64_t seq = 0;
     while (!control.cancelled()) {
@@ -415,15 +477,7 @@ struct PipelineImpl {
         ++result.skipped;
         continue;
       }
-      {
-        std::unique_lock lock(gate_mu);
-        // Poll while blocked so a full `block` queue and Ctrl-C are both noticed promptly.
-        while (!control.cancelled() && (inside >= spec.max_in_flight || pressure())) {
-          gate_cv.wait_for(lock, std::chrono::milliseconds(2));
-        }
-        if (control.cancelled()) break;
-        ++inside;
-      }
+      if (!admit()) break;
       auto item = std::make_shared<Item>(std::move(*task), seq++);
       admitted.fetch_add(1, std::memory_order_relaxed);
       enter(static_cast<std::size_t>(spec.entry), item, nullptr);
@@ -434,16 +488,18 @@ struct PipelineImpl {
 
 RunResult Pipeline::run(Source& source, Sink& sink, RunControl& control,
                         const RunOptions& options) {
-  for (auto& m : metrics_) {
-    m->processed = 0;
-    m->errors = 0;
-    m->max_queued = 0;
-    for (auto& c : m->per_port) c = 0;
-    m->latency.reset();
-  }
+  for (auto& m : metrics_) m->reset();
   PipelineImpl impl(*this, sink, control, options);
-  impl.feed(source);
+  // The feeder blocks at the admission gate, so it gets a thread of its own; this thread waits
+  // in the graph and so executes its tasks too (with oneTBB limited to one thread it is the
+  // only one that does). reserve_wait keeps wait_for_all from returning before feeding ends.
+  impl.g.reserve_wait();
+  std::thread feeder([&] {
+    impl.feed(source);
+    impl.g.release_wait();
+  });
   impl.g.wait_for_all();
+  feeder.join();
   try {
     sink.flush();
   } catch (const std::exception& e) {
@@ -465,17 +521,18 @@ std::vector<StageSnapshot> Pipeline::metrics() const {
     StageSnapshot s;
     s.name = spec_.stages[i].name;
     s.kind = c.kind;
-    s.processed = m.processed.load();
-    s.errors = m.errors.load();
-    s.queued = m.queued.load();
-    s.in_flight = m.in_flight.load();
-    s.max_queued = m.max_queued.load();
-    s.p50_ms = m.latency.percentile(0.50) * 1e-6;
-    s.p95_ms = m.latency.percentile(0.95) * 1e-6;
-    s.p99_ms = m.latency.percentile(0.99) * 1e-6;
-    s.mean_ms = m.latency.mean_ns() * 1e-6;
-    for (std::size_t j = 0; j < c.ports.size(); ++j)
-      s.ports.emplace_back(c.ports[j].name, m.per_port[j].load());
+    s.processed = m.processed();
+    s.errors = m.errors();
+    s.queued = m.queued();
+    s.in_flight = m.in_flight();
+    s.max_queued = m.max_queued();
+    s.p50_ms = m.percentile_ns(0.50) * 1e-6;
+    s.p95_ms = m.percentile_ns(0.95) * 1e-6;
+    s.p99_ms = m.percentile_ns(0.99) * 1e-6;
+    s.mean_ms = m.mean_ns() * 1e-6;
+    for (std::size_t j = 0; j < c.ports.size(); ++j) {
+      s.ports.emplace_back(c.ports[j].name, m.port_count(static_cast<uint32_t>(j)));
+    }
     out.push_back(std::move(s));
   }
   return out;
@@ -483,7 +540,7 @@ std::vector<StageSnapshot> Pipeline::metrics() const {
 
 int64_t Pipeline::in_flight() const {
   int64_t n = 0;
-  for (const auto& m : metrics_) n += m->queued.load() + m->in_flight.load();
+  for (const auto& m : metrics_) n += m->queued() + m->in_flight();
   return n;
 }
 

@@ -1,11 +1,13 @@
 #include "stages/register_all.h"
 
+#include "stages/ast/register.h"
 #include "stages/core/register.h"
 #include "stages/io/register.h"
 
 namespace vsynth::stages {
 
 void register_all(graph::Registry& registry) {
+  ast::register_stages(registry);
   core::register_stages(registry);
   io::register_stages(registry);
 }

@@ -8,8 +8,10 @@
 // Valid Python the IR cannot model (sorted(xs), xs[1:], x is None, bit operations, strings...)
 // parses into an Unsupported node, so a check answers unknown rather than a wrong verdict.
 // Everything else (unknown names, unknown functions, sort errors, bad syntax) throws SpecError
-// with the column and a caret line, e.g.
-//   spec: unknown name 'hgih' at column 15; did you mean 'hi'? (known: x, lo, hi, result)
+// with the column and a caret line, e.g. for `def clamp(x: int, low: int, high: int) -> int`:
+//   ensures: unknown name 'hgih' at column 14; did you mean 'high'? (known: x, low, high, result)
+//     low <= x and hgih >= x
+//                  ^
 #pragma once
 
 #include <string_view>

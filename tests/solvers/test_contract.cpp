@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <regex>
+#include <thread>
 
 #include "solvers/contract.h"
 #include "solvers/spec_parser.h"
@@ -223,4 +224,38 @@ TEST_CASE("return values must match the result sort", "[contract]") {
   CHECK_THROWS_AS(checker.check_return(f.e("True"), f.e("x > 0")), SolverError);
   CHECK_THROWS_AS(checker.check_return(f.e("True"), nullptr), SolverError);
   CHECK_THROWS_AS(checker.check_return(f.e("x"), f.e("x")), SolverError);  // int path condition
+}
+
+TEST_CASE("the forward-check configuration (cores off) gives the same verdicts", "[contract]") {
+  Fn f = clamp();
+  ContractOptions fast;
+  fast.cores = false;
+  ContractChecker checker(f.contract, fast);
+  CheckOutcome ok = checker.check_paths(clamp_paths(f));
+  CHECK(ok.verdict == Verdict::Verified);
+  CHECK(ok.used_requires.empty());
+  CHECK(checker.check_paths(clamp_paths(f, "x")).verdict == Verdict::Refuted);
+  // Without the requires the correct code is refuted too (lo > hi makes lo <= result <= hi
+  // impossible): the requires really are in force.
+  Fn no_req = clamp({});
+  CHECK(check_function_contract(no_req.contract, clamp_paths(no_req), fast).verdict ==
+        Verdict::Refuted);
+}
+
+TEST_CASE("independent sessions run concurrently", "[contract][threads]") {
+  std::vector<std::thread> threads;
+  std::vector<int> verified(4, 0), refuted(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &verified, &refuted] {
+      Fn f = clamp();
+      ContractChecker checker(f.contract);
+      for (int i = 0; i < 25; ++i) {
+        if (checker.check_paths(clamp_paths(f)).verdict == Verdict::Verified) ++verified[t];
+        if (checker.check_paths(clamp_paths(f, "x")).verdict == Verdict::Refuted) ++refuted[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(verified == std::vector<int>(4, 25));
+  CHECK(refuted == std::vector<int>(4, 25));
 }

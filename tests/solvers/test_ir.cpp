@@ -108,7 +108,7 @@ TEST_CASE("comparison chains desugar to and, print back as chains, split into co
   CHECK_THROWS_AS(compare_chain({lo, r}, {Op::Add}), SolverError);
 }
 
-TEST_CASE("free_vars skips comprehension-bound names; int_bounds follows len bounds", "[ir]") {
+TEST_CASE("free_vars skips comprehension-bound names, int_bounds follows len bounds", "[ir]") {
   Expr xs = var("xs", Sort::IntSeq);
   Expr i = I("i");
   Expr e =

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Sets everything up on a fresh Debian machine and runs the main job: the default pipeline on
+# the shipped example tasks with the default model. Results go to results/main.jsonl (replaced
+# on each run), a Chrome trace to results/main.trace.json.
+#
+#   scripts/run-main.sh                 # setup + build + run
+#   PIPELINE=pipelines/x.yaml TASKS=examples/tasks/y.jsonl scripts/run-main.sh
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+pipeline=${PIPELINE:-pipelines/anchor.yaml}
+tasks=${TASKS:-examples/tasks/completion.jsonl}
+mkdir -p results
+export VSYNTH_MODEL=${VSYNTH_MODEL:-$root/models/gemma-3-270m-q4_k_m.gguf}
+echo "== vsynth run $pipeline --input $tasks --output results/main.jsonl"
+build/tools/vsynth/vsynth run "$pipeline" --input "$tasks" --output results/main.jsonl \
+  --overwrite --trace results/main.trace.json

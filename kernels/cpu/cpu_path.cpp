@@ -1,6 +1,9 @@
 #include "kernels/cpu/cpu_path.h"
 
 #include <atomic>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -14,9 +17,17 @@ namespace {
 
 bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  // cpuid directly: clang 14's __builtin_cpu_supports does not know "f16c".
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const bool fma = c & bit_FMA, f16c = c & bit_F16C, osxsave = c & bit_OSXSAVE;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool avx2 = b & bit_AVX2;
+  if (!(fma && f16c && avx2 && osxsave)) return false;
+  // The OS must save the YMM state (XCR0 bits 1 and 2).
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0x6u) == 0x6u;
 #else
   return false;
 #endif

@@ -1,0 +1,80 @@
+// The decoding loop: sample, let the hooks judge, commit, decode, until EOG, a stop string, the
+// token budget, the context limit or a hook ends it.
+//
+//   auto seq = model->new_sequence();
+//   std::span<const float> logits = seq->prefill(prompt);
+//   Generation g = generate(*seq, model->tokenizer(), logits, options, hooks);
+//
+// The sequence must already hold the prompt and `logits` must be its last row (so n candidates
+// can share one prefill: fork the prefilled sequence and pass the same logits to each). On
+// return the sequence holds the prompt and the accepted tokens (the last one not yet evaluated:
+// ending a generation costs no wasted forward pass).
+//
+// Text: each accepted token's piece is appended to Generation::text, so the text of the first
+// k tokens is text[0, token_ends[k-1]). A stop string cuts the text before its earliest match
+// (the token that completed it stays in `tokens`). An EOG token ends the generation without
+// being added. Streaming (on_text) never hands out a byte that a stop string may still claim
+// or half of a UTF-8 character.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/engine.h"
+#include "kernels/sampler/mask_hook.h"
+#include "kernels/sampler/sampler.h"
+#include "kernels/sampler/stop.h"
+
+namespace vsynth::kernels {
+
+enum class FinishReason {
+  Length,     // max_new_tokens reached
+  Eog,        // the model ended its turn / the text (tokenizer.is_eog)
+  Stop,       // a stop string matched
+  Context,    // the sequence reached context_limit
+  Hook,       // a hook said stop
+  HookLimit,  // hooks rejected or rolled back more than max_hook_retries times
+  Masked,     // the mask (hooks, bans) left no token to sample
+};
+const char* to_string(FinishReason r);
+
+struct GenerateOptions {
+  SamplerParams sampler;
+  int32_t max_new_tokens = 256;
+  std::vector<std::string> stop;  // stop strings; the text ends before the first match
+  bool stop_at_eog = true;        // end on EOG tokens (otherwise they are plain tokens)
+  int32_t context_limit = 0;      // stop when the sequence holds this many tokens; 0: none
+  int32_t max_hook_retries = 64;  // reject + rollback verdicts allowed per generation
+  // Streaming, called on the generating thread with text ready to show.
+  std::function<void(std::string_view)> on_text;
+  // A hook rolled back below text already streamed: the last `bytes` shown are void.
+  std::function<void(std::size_t bytes)> on_retract;
+};
+
+struct Generation {
+  std::vector<TokenId> tokens;  // accepted tokens, EOG excluded
+  std::string text;             // their text, cut before a stop string
+  std::vector<std::size_t> token_ends;
+  std::vector<float> logprobs;                 // per token, see Sample::logprob
+  std::vector<std::vector<TokenLogprob>> top;  // per token when sampler.n_logprobs > 0
+  double logprob_sum = 0.0;
+  FinishReason finish = FinishReason::Length;
+  std::string finish_detail;  // the stop string, or the hook's reason
+  int32_t rejections = 0;     // hook reject verdicts
+  int32_t rollbacks = 0;      // hook rollback verdicts
+  int32_t steps = 0;          // tokens sampled, rejected and rolled-back ones included
+  double decode_ms = 0.0;     // wall time of the loop (forward passes, sampling, hooks)
+};
+
+// Throws EngineError from the engine, SamplerError for a bad mask, and std::runtime_error when
+// a hook asks for a rollback before Sequence::min_rollback_position() or past the current
+// position.
+Generation generate(Sequence& seq, const Tokenizer& tokenizer, std::span<const float> logits,
+                    const GenerateOptions& options, std::span<MaskHook* const> hooks = {});
+
+}  // namespace vsynth::kernels

@@ -39,24 +39,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/model/config.h"
 #include "kernels/tokenizer/tokenizer.h"
 
 namespace vsynth::kernels {
-
-// Every engine failure: unknown architecture, missing or misshapen tensors (all listed in one
-// message: name, expected shape, found shape), bad options, a token id outside the vocabulary,
-// a sequence past its context length, an exhausted KV pool, a rollback past the end.
-class EngineError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// Element type of the KV cache. Attention always accumulates in fp32.
-//   F16:  keys and values stored as IEEE half (2 bytes per element).
-//   Int8: keys as int8 with one fp32 scale per channel (kv head x head dim) per block, computed
-//         when the block fills (the block being written keeps its keys in fp32 until then);
-//         values as int8 with one fp32 scale per token and kv head. About half the bytes of F16.
-enum class KvType { F16, Int8 };
 
 struct ModelOptions {
   KvType kv_type = KvType::F16;
@@ -64,45 +50,13 @@ struct ModelOptions {
   int threads = 0;
   // Positions one sequence may hold; 0 = the model's trained context length (gemma3: 32768).
   int32_t context_length = 4096;
-  // Total KV tokens the block pool may hold across all live sequences (blocks shared by forks
-  // count once); 0 = context_length (enough for one full sequence). Allocation past it throws.
+  // Total KV tokens (per layer) the block pool may hold across all live sequences; blocks
+  // shared by forks count once. 0 = 4 x context_length. Memory is only allocated as blocks are
+  // first used, so a generous limit costs nothing until it is reached; allocation past it throws.
   int64_t kv_pool_tokens = 0;
   // Sliding-window layers free blocks that fall out of their window, but keep this many extra
   // tokens so that rollback(pos) always works for position() - pos <= rollback_window.
   int32_t rollback_window = 256;
-};
-
-enum class Arch { Gemma3, Llama, Qwen2 };
-enum class RopeKind { Norm, Neox };           // Norm: adjacent pairs (llama); Neox: two halves
-enum class FfnActivation { Silu, GeluTanh };  // gate activation of the gated FFN
-
-// Everything the forward pass needs to know, read from GGUF metadata ("<arch>.*" keys).
-struct ModelConfig {
-  Arch arch = Arch::Llama;
-  std::string arch_name;  // general.architecture as written
-  int32_t vocab_size = 0;
-  int32_t d_model = 0;  // embedding_length
-  int32_t n_layers = 0;
-  int32_t n_heads = 0;
-  int32_t n_kv_heads = 0;
-  int32_t head_dim_k = 0;  // attention.key_length (default d_model / n_heads)
-  int32_t head_dim_v = 0;  // attention.value_length
-  int32_t ffn_dim = 0;     // feed_forward_length
-  int32_t trained_context = 0;
-  float rms_eps = 1e-6f;
-  RopeKind rope_kind = RopeKind::Norm;
-  float rope_base = 10000.0f;         // full-attention layers
-  float rope_base_sliding = 10000.f;  // sliding-window layers (gemma3: 10000)
-  int32_t rope_dims = 0;              // leading dims of each head that rotate (all of them here)
-  int32_t sliding_window = 0;         // 0 = none; a key is visible iff pos_q - pos_k < window
-  std::vector<bool> layer_sliding;    // per layer: true = sliding-window attention
-  float attn_scale = 0.0f;            // q scale before softmax (1/sqrt(head_dim_k) unless set)
-  float embed_scale = 1.0f;           // gemma3: sqrt(d_model)
-  FfnActivation ffn_act = FfnActivation::Silu;
-  bool tied_output = false;  // no output.weight: logits use token_embd
-  bool qkv_bias = false;     // qwen2
-  bool qk_norm = false;      // gemma3: per-head RMSNorm of q and k
-  bool post_norms = false;   // gemma3: post_attention_norm and post_ffw_norm
 };
 
 // KV memory accounting (bytes of the pool's blocks; a block shared by forks counts once).

@@ -1,0 +1,371 @@
+// Model and Sequence: the decoder forward pass over the paged KV cache (see kernels/engine.h).
+//
+// Per layer, for m tokens at positions p0 .. p0+m-1 (x: [m][d_model] residual stream):
+//   h = RMSNorm(x) * attn_norm
+//   q, k, v = h Wq^T (+bq), h Wk^T (+bk), h Wv^T (+bv)         [m][H*dk], [m][Hkv*dk], [m][Hkv*dv]
+//   gemma3: q, k = per-head RMSNorm * q_norm / k_norm
+//   q, k = RoPE(q, k; layer's base); q *= attn_scale; the cache stores k, v
+//   a = attention(q, cache)                                    [m][H*dv]
+//   o = a Wo^T; gemma3: o = RMSNorm(o) * post_attention_norm;  x += o
+//   h = RMSNorm(x) * ffn_norm
+//   f = (act(h Wgate^T) * (h Wup^T)) Wdown^T; gemma3: f = RMSNorm(f) * post_ffw_norm;  x += f
+// Then logits = RMSNorm(x) * output_norm, times output^T (token_embd when tied).
+#include "kernels/engine.h"
+
+#include <tbb/info.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/cpu/matvec.h"
+#include "kernels/gguf/reader.h"
+#include "kernels/kv/attention.h"
+#include "kernels/kv/kv_cache.h"
+#include "kernels/model/rope.h"
+#include "kernels/model/vec_math.h"
+#include "kernels/model/weights.h"
+#include "kernels/tokenizer/gguf_vocab.h"
+
+namespace vsynth::kernels {
+
+namespace {
+
+constexpr int32_t kBlockTokens = 32;
+// Tokens per forward chunk in prefill: bounds the activation buffers ([m][ffn] floats) and keeps
+// sliding-window bookkeeping simple; llama.cpp's default micro-batch is the same.
+constexpr int32_t kMaxChunk = 512;
+
+// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for m rows of n.
+void rms_norm(const vec::Kernels& vk, const float* x, const float* w, float* y, int32_t m,
+              int32_t n, float eps) {
+  for (int32_t r = 0; r < m; ++r) {
+    const float* xr = x + static_cast<size_t>(r) * n;
+    const double ms = vk.sum_squares(xr, n) / n;
+    const float s = static_cast<float>(1.0 / std::sqrt(ms + static_cast<double>(eps)));
+    vk.scale_mul(xr, s, w, y + static_cast<size_t>(r) * n, n);
+  }
+}
+
+class ModelImpl;
+
+class SequenceImpl final : public Sequence {
+ public:
+  explicit SequenceImpl(std::shared_ptr<ModelImpl> model);
+  SequenceImpl(const SequenceImpl& other, std::unique_ptr<KvSequence> kv);
+
+  std::span<const float> prefill(std::span<const TokenId> tokens) override {
+    return eval(tokens, false);
+  }
+  std::span<const float> prefill_all(std::span<const TokenId> tokens) override {
+    return eval(tokens, true);
+  }
+  std::span<const float> decode(TokenId token) override { return eval({&token, 1}, false); }
+
+  int32_t position() const override { return kv_->size(); }
+  std::span<const TokenId> tokens() const override { return tokens_; }
+  std::span<const float> last_logits() const override;
+  void rollback(int32_t pos) override;
+  int32_t min_rollback_position() const override { return kv_->min_rollback(); }
+  std::unique_ptr<Sequence> fork() const override;
+  int64_t kv_bytes() const override { return kv_->bytes(); }
+  const Model& model() const override;
+
+ private:
+  std::span<const float> eval(std::span<const TokenId> tokens, bool all_logits);
+  // One chunk of m tokens at kv_->size(); writes logits of rows [first_logit_row, m) (or none
+  // when first_logit_row == m) to logits_out.
+  void forward(const TokenId* ids, int32_t m, int32_t first_logit_row, float* logits_out);
+
+  std::shared_ptr<ModelImpl> m_;
+  std::unique_ptr<KvSequence> kv_;
+  std::vector<TokenId> tokens_;
+  std::vector<float> logits_;  // rows of vocab floats
+  size_t logits_rows_ = 0;
+  // Scratch, sized for the largest chunk seen.
+  std::vector<float> x_, h_, q_, k_, v_, att_, o_, g_, u_, cos_, sin_;
+};
+
+class ModelImpl final : public Model {
+ public:
+  ModelImpl(GgufFile file, const ModelOptions& opt)
+      : file_(std::move(file)),
+        cfg_(read_model_config(file_)),
+        w_(bind_weights(file_, cfg_)),
+        tok_(load_vocab(file_)),
+        opt_(opt) {
+    if (opt_.threads < 0) throw EngineError("ModelOptions::threads must be >= 0");
+    if (opt_.context_length < 0 || opt_.kv_pool_tokens < 0 || opt_.rollback_window < 0) {
+      throw EngineError(
+          "ModelOptions: context_length, kv_pool_tokens and rollback_window must "
+          "be >= 0");
+    }
+    if (opt_.threads == 0) opt_.threads = tbb::info::default_concurrency();
+    if (opt_.context_length == 0) opt_.context_length = cfg_.trained_context;
+    if (opt_.kv_pool_tokens == 0) opt_.kv_pool_tokens = int64_t{4} * opt_.context_length;
+    if (static_cast<int64_t>(tok_.size()) > cfg_.vocab_size) {
+      throw EngineError(file_.name() + ": the tokenizer has " + std::to_string(tok_.size()) +
+                        " tokens but token_embd only " + std::to_string(cfg_.vocab_size) + " rows");
+    }
+    arena_.initialize(opt_.threads);
+    KvGeometry g;
+    g.n_layers = cfg_.n_layers;
+    g.n_kv_heads = cfg_.n_kv_heads;
+    g.head_dim_k = cfg_.head_dim_k;
+    g.head_dim_v = cfg_.head_dim_v;
+    g.type = opt_.kv_type;
+    g.block_tokens = kBlockTokens;
+    const int64_t blocks_per_layer = (opt_.kv_pool_tokens + kBlockTokens - 1) / kBlockTokens;
+    pool_ = std::make_shared<KvPool>(g, blocks_per_layer * cfg_.n_layers);
+    rope_full_ = std::make_unique<Rope>(cfg_.rope_kind, cfg_.rope_dims, cfg_.rope_base,
+                                        cfg_.rope_freq_scale);
+    rope_sliding_ = std::make_unique<Rope>(cfg_.rope_kind, cfg_.rope_dims, cfg_.rope_base_sliding,
+                                           cfg_.rope_freq_scale);
+  }
+
+  const ModelConfig& cfg() const { return cfg_; }
+  const ModelWeights& w() const { return w_; }
+  const ModelOptions& opt() const { return opt_; }
+  tbb::task_arena& arena() const { return arena_; }
+  const std::shared_ptr<KvPool>& pool() const { return pool_; }
+  const Rope& rope(bool sliding) const { return sliding ? *rope_sliding_ : *rope_full_; }
+  const Tokenizer& tok() const { return tok_; }
+  size_t weight_bytes_impl() const { return w_.total_bytes; }
+
+  std::vector<int32_t> windows() const {
+    std::vector<int32_t> w(static_cast<size_t>(cfg_.n_layers), 0);
+    for (int32_t l = 0; l < cfg_.n_layers; ++l) {
+      if (cfg_.layer_sliding[static_cast<size_t>(l)])
+        w[static_cast<size_t>(l)] = cfg_.sliding_window;
+    }
+    return w;
+  }
+
+ private:
+  GgufFile file_;
+  ModelConfig cfg_;
+  ModelWeights w_;
+  Tokenizer tok_;
+  ModelOptions opt_;
+  mutable tbb::task_arena arena_;
+  std::shared_ptr<KvPool> pool_;
+  std::unique_ptr<Rope> rope_full_, rope_sliding_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// SequenceImpl
+
+SequenceImpl::SequenceImpl(std::shared_ptr<ModelImpl> model)
+    : m_(std::move(model)),
+      kv_(std::make_unique<KvSequence>(m_->pool(), m_->windows(), m_->opt().rollback_window)) {}
+
+SequenceImpl::SequenceImpl(const SequenceImpl& o, std::unique_ptr<KvSequence> kv)
+    : m_(o.m_), kv_(std::move(kv)), tokens_(o.tokens_) {
+  if (o.logits_rows_ > 0) {
+    const size_t V = static_cast<size_t>(m_->cfg().vocab_size);
+    logits_.assign(o.logits_.end() - static_cast<ptrdiff_t>(V), o.logits_.end());
+    logits_rows_ = 1;
+  }
+}
+
+const Model& SequenceImpl::model() const {
+  return *m_;
+}
+
+std::span<const float> SequenceImpl::last_logits() const {
+  if (logits_rows_ == 0) return {};
+  const size_t V = static_cast<size_t>(m_->cfg().vocab_size);
+  return {logits_.data() + (logits_rows_ - 1) * V, V};
+}
+
+std::unique_ptr<Sequence> SequenceImpl::fork() const {
+  return std::make_unique<SequenceImpl>(*this, kv_->fork());
+}
+
+void SequenceImpl::rollback(int32_t pos) {
+  kv_->rollback(pos);
+  tokens_.resize(static_cast<size_t>(pos));
+  logits_rows_ = 0;
+}
+
+std::span<const float> SequenceImpl::eval(std::span<const TokenId> tokens, bool all_logits) {
+  const ModelConfig& c = m_->cfg();
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  if (n == 0) throw EngineError("prefill: no tokens to evaluate");
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.vocab_size) {
+      throw EngineError("token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                        " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
+    }
+  }
+  const int32_t p0 = kv_->size();
+  if (static_cast<int64_t>(p0) + n > m_->opt().context_length) {
+    throw EngineError("sequence would reach " + std::to_string(int64_t{p0} + n) +
+                      " positions, past the context length " +
+                      std::to_string(m_->opt().context_length) + " (ModelOptions::context_length)");
+  }
+  const size_t V = static_cast<size_t>(c.vocab_size);
+  logits_rows_ = 0;
+  logits_.resize((all_logits ? static_cast<size_t>(n) : 1) * V);
+  try {
+    m_->arena().execute([&] {
+      for (int32_t done = 0; done < n;) {
+        const int32_t mm = std::min(kMaxChunk, n - done);
+        const bool last = done + mm == n;
+        const int32_t first_row = all_logits ? 0 : (last ? mm - 1 : mm);
+        float* out = all_logits ? logits_.data() + static_cast<size_t>(done) * V : logits_.data();
+        forward(tokens.data() + done, mm, first_row, out);
+        kv_->commit(kv_->size() + mm);
+        done += mm;
+      }
+    });
+  } catch (...) {
+    // Forget the partial evaluation: committed chunks and any uncommitted writes. If sliding
+    // layers already dropped keys needed to go back to p0, keep the committed chunks instead.
+    const int32_t committed = kv_->size();
+    if (p0 >= kv_->min_rollback()) {
+      kv_->rollback(p0);
+    } else {
+      kv_->rollback(committed);
+      tokens_.insert(tokens_.end(), tokens.begin(), tokens.begin() + (committed - p0));
+    }
+    throw;
+  }
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  logits_rows_ = all_logits ? static_cast<size_t>(n) : 1;
+  return {logits_.data(), logits_rows_ * V};
+}
+
+void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_row,
+                           float* logits_out) {
+  const ModelConfig& c = m_->cfg();
+  const ModelWeights& W = m_->w();
+  const vec::Kernels& vk = vec::vec_kernels();
+  const int32_t d = c.d_model, H = c.n_heads, Hkv = c.n_kv_heads;
+  const int32_t dk = c.head_dim_k, dv = c.head_dim_v, F = c.ffn_dim;
+  const int32_t qn = H * dk, kn = Hkv * dk, vn = Hkv * dv, an = H * dv;
+  const size_t M = static_cast<size_t>(m);
+  const auto grow = [&](std::vector<float>& b, size_t n) {
+    if (b.size() < n) b.resize(n);
+  };
+  grow(x_, M * d);
+  grow(h_, M * d);
+  grow(o_, M * d);
+  grow(q_, M * qn);
+  grow(k_, M * kn);
+  grow(v_, M * vn);
+  grow(att_, M * an);
+  grow(g_, M * F);
+  grow(u_, M * F);
+  float *x = x_.data(), *h = h_.data(), *o = o_.data(), *q = q_.data(), *k = k_.data(),
+        *v = v_.data(), *att = att_.data(), *gt = g_.data(), *up = u_.data();
+
+  const int32_t p0 = kv_->size();
+  get_rows(W.token_embd, ids, m, x);
+  if (c.embed_scale != 1.0f) {
+    for (size_t i = 0; i < M * d; ++i) x[i] *= c.embed_scale;
+  }
+  std::vector<float> cos_full, sin_full, cos_slide, sin_slide;
+  bool have_full = false, have_slide = false;
+
+  for (int32_t l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& L = W.layers[static_cast<size_t>(l)];
+    const bool sliding = c.layer_sliding[static_cast<size_t>(l)];
+
+    rms_norm(vk, x, L.attn_norm, h, m, d, c.rms_eps);
+    matmul(L.wq, h, m, q);
+    matmul(L.wk, h, m, k);
+    matmul(L.wv, h, m, v);
+    if (c.qkv_bias) {
+      for (int32_t t = 0; t < m; ++t) {
+        vk.add(q + static_cast<size_t>(t) * qn, L.bq, qn);
+        vk.add(k + static_cast<size_t>(t) * kn, L.bk, kn);
+        vk.add(v + static_cast<size_t>(t) * vn, L.bv, vn);
+      }
+    }
+    if (c.qk_norm) {
+      rms_norm(vk, q, L.q_norm, q, m * H, dk, c.rms_eps);
+      rms_norm(vk, k, L.k_norm, k, m * Hkv, dk, c.rms_eps);
+    }
+    std::vector<float>& cs = sliding ? cos_slide : cos_full;
+    std::vector<float>& sn = sliding ? sin_slide : sin_full;
+    bool& have = sliding ? have_slide : have_full;
+    if (!have) {
+      m_->rope(sliding).angles(p0, m, cs, sn);
+      have = true;
+    }
+    m_->rope(sliding).apply(q, m, H, dk, cs, sn);
+    m_->rope(sliding).apply(k, m, Hkv, dk, cs, sn);
+    for (size_t i = 0; i < M * qn; ++i) q[i] *= c.attn_scale;
+
+    kv_->write(l, m, k, v);
+    AttentionShape shape{H, Hkv, dk, dv, sliding ? c.sliding_window : 0};
+    attention(kv_->view(l, p0 + m), shape, q, m, p0, att);
+
+    matmul(L.wo, att, m, o);
+    if (c.post_norms) rms_norm(vk, o, L.post_attn_norm, o, m, d, c.rms_eps);
+    vk.add(x, o, m * d);
+
+    rms_norm(vk, x, L.ffn_norm, h, m, d, c.rms_eps);
+    matmul(L.w_gate, h, m, gt);
+    matmul(L.w_up, h, m, up);
+    if (c.ffn_act == FfnActivation::GeluTanh) {
+      vk.gelu_mul(gt, up, m * F);
+    } else {
+      vk.silu_mul(gt, up, m * F);
+    }
+    matmul(L.w_down, gt, m, o);
+    if (c.post_norms) rms_norm(vk, o, L.post_ffn_norm, o, m, d, c.rms_eps);
+    vk.add(x, o, m * d);
+  }
+
+  const int32_t rows = m - first_logit_row;
+  if (rows <= 0) return;
+  const float* xr = x + static_cast<size_t>(first_logit_row) * d;
+  rms_norm(vk, xr, W.output_norm, h, rows, d, c.rms_eps);
+  matmul(W.output, h, rows, logits_out);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Model
+
+std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const ModelOptions& options) {
+  return std::make_shared<ModelImpl>(GgufFile::open(path), options);
+}
+
+Model::~Model() = default;
+Sequence::~Sequence() = default;
+
+const ModelConfig& Model::config() const {
+  return static_cast<const ModelImpl*>(this)->cfg();
+}
+const ModelOptions& Model::options() const {
+  return static_cast<const ModelImpl*>(this)->opt();
+}
+const Tokenizer& Model::tokenizer() const {
+  return static_cast<const ModelImpl*>(this)->tok();
+}
+std::size_t Model::weight_bytes() const {
+  return static_cast<const ModelImpl*>(this)->weight_bytes_impl();
+}
+
+KvStats Model::kv_stats() const {
+  const KvPool& p = *static_cast<const ModelImpl*>(this)->pool();
+  KvStats s;
+  s.blocks_used = p.blocks_used();
+  s.blocks_capacity = p.capacity_blocks();
+  s.bytes_used = s.blocks_used * static_cast<int64_t>(p.block_bytes());
+  s.bytes_capacity = s.blocks_capacity * static_cast<int64_t>(p.block_bytes());
+  s.block_tokens = p.geometry().block_tokens;
+  return s;
+}
+
+std::unique_ptr<Sequence> Model::new_sequence() {
+  auto self = std::static_pointer_cast<ModelImpl>(shared_from_this());
+  return std::make_unique<SequenceImpl>(std::move(self));
+}
+
+}  // namespace vsynth::kernels

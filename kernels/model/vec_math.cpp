@@ -1,0 +1,324 @@
+#include "kernels/model/vec_math.h"
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/cpu_path.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VSYNTH_VEC_AVX2 1
+#endif
+
+namespace vsynth::kernels::vec {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Portable versions
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCoef = 0.044715f;
+
+void scores_scalar(const float* Q, int R, size_t ldq, const float* K, int T, size_t ldk, int d,
+                   float* S, size_t lds) {
+  for (int r = 0; r < R; ++r) {
+    const float* q = Q + static_cast<size_t>(r) * ldq;
+    for (int j = 0; j < T; ++j) {
+      const float* k = K + static_cast<size_t>(j) * ldk;
+      float acc = 0.0f;
+      for (int c = 0; c < d; ++c) acc += q[c] * k[c];
+      S[static_cast<size_t>(r) * lds + static_cast<size_t>(j)] = acc;
+    }
+  }
+}
+
+void accumulate_scalar(float* A, int R, size_t lda, const float* P, size_t ldp, const float* V,
+                       int T, size_t ldv, int d) {
+  for (int r = 0; r < R; ++r) {
+    float* a = A + static_cast<size_t>(r) * lda;
+    for (int j = 0; j < T; ++j) {
+      const float p = P[static_cast<size_t>(r) * ldp + static_cast<size_t>(j)];
+      if (p == 0.0f) continue;
+      const float* v = V + static_cast<size_t>(j) * ldv;
+      for (int c = 0; c < d; ++c) a[c] += p * v[c];
+    }
+  }
+}
+
+float exp_sum_scalar(const float* x, float sub, float* y, int n) {
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    y[i] = std::exp(x[i] - sub);
+    sum += y[i];
+  }
+  return sum;
+}
+
+void i8_to_f32_scalar(const int8_t* x, const float* per, float s, float* y, int n) {
+  for (int i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]) * (per ? per[i] : s);
+}
+
+void gelu_mul_scalar(float* g, const float* u, int n) {
+  for (int i = 0; i < n; ++i) {
+    const float x = g[i];
+    g[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoef * x * x))) * u[i];
+  }
+}
+
+void silu_mul_scalar(float* g, const float* u, int n) {
+  for (int i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+double sum_squares_scalar(const float* x, int n) {
+  double s = 0.0;
+  for (int i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+void scale_mul_scalar(const float* x, float s, const float* w, float* y, int n) {
+  for (int i = 0; i < n; ++i) y[i] = x[i] * s * (w ? w[i] : 1.0f);
+}
+
+void add_scalar(float* y, const float* x, int n) {
+  for (int i = 0; i < n; ++i) y[i] += x[i];
+}
+
+const Kernels kScalar = {scores_scalar,      accumulate_scalar, exp_sum_scalar,
+                         i8_to_f32_scalar,   gelu_mul_scalar,   silu_mul_scalar,
+                         sum_squares_scalar, scale_mul_scalar,  add_scalar};
+
+// ---------------------------------------------------------------------------------------------
+// AVX2 + FMA versions
+
+#ifdef VSYNTH_VEC_AVX2
+#define VSYNTH_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+VSYNTH_AVX2 inline float hsum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v);
+  const __m128 hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+// exp(x) for x in about [-87, 88]; lanes below -87 (and -inf) give 0. Cephes' expf polynomial
+// after reduction by ln 2 (relative error ~1e-7).
+VSYNTH_AVX2 inline __m256 exp256(__m256 x) {
+  const __m256 zero_mask = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 x2 = _mm256_mul_ps(x, x);
+  p = _mm256_fmadd_ps(p, x2, _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  const __m256 r = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  return _mm256_andnot_ps(zero_mask, r);
+}
+
+VSYNTH_AVX2 void scores_avx2(const float* Q, int R, size_t ldq, const float* K, int T, size_t ldk,
+                             int d, float* S, size_t lds) {
+  if (d % 8 != 0) {
+    scores_scalar(Q, R, ldq, K, T, ldk, d, S, lds);
+    return;
+  }
+  int r = 0;
+  // Four query rows per key row: each key vector is loaded once for four FMAs.
+  for (; r + 4 <= R; r += 4) {
+    const float* q0 = Q + static_cast<size_t>(r) * ldq;
+    const float* q1 = q0 + ldq;
+    const float* q2 = q1 + ldq;
+    const float* q3 = q2 + ldq;
+    for (int j = 0; j < T; ++j) {
+      const float* k = K + static_cast<size_t>(j) * ldk;
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+      __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+      for (int c = 0; c < d; c += 8) {
+        const __m256 kv = _mm256_loadu_ps(k + c);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c), kv, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + c), kv, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + c), kv, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + c), kv, a3);
+      }
+      float* s = S + static_cast<size_t>(r) * lds + static_cast<size_t>(j);
+      s[0] = hsum(a0);
+      s[lds] = hsum(a1);
+      s[2 * lds] = hsum(a2);
+      s[3 * lds] = hsum(a3);
+    }
+  }
+  for (; r < R; ++r) {
+    const float* q = Q + static_cast<size_t>(r) * ldq;
+    for (int j = 0; j < T; ++j) {
+      const float* k = K + static_cast<size_t>(j) * ldk;
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+      int c = 0;
+      for (; c + 16 <= d; c += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), _mm256_loadu_ps(k + c), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + c + 8), _mm256_loadu_ps(k + c + 8), a1);
+      }
+      for (; c < d; c += 8)
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), _mm256_loadu_ps(k + c), a0);
+      S[static_cast<size_t>(r) * lds + static_cast<size_t>(j)] = hsum(_mm256_add_ps(a0, a1));
+    }
+  }
+}
+
+VSYNTH_AVX2 void accumulate_avx2(float* A, int R, size_t lda, const float* P, size_t ldp,
+                                 const float* V, int T, size_t ldv, int d) {
+  if (d % 8 != 0) {
+    accumulate_scalar(A, R, lda, P, ldp, V, T, ldv, d);
+    return;
+  }
+  for (int r = 0; r < R; ++r) {
+    float* a = A + static_cast<size_t>(r) * lda;
+    const float* p = P + static_cast<size_t>(r) * ldp;
+    int c = 0;
+    // 64 output columns at a time: eight accumulators stay in registers across the keys.
+    for (; c + 64 <= d; c += 64) {
+      __m256 acc[8];
+      for (int i = 0; i < 8; ++i) acc[i] = _mm256_loadu_ps(a + c + 8 * i);
+      for (int j = 0; j < T; ++j) {
+        if (p[j] == 0.0f) continue;
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        const float* v = V + static_cast<size_t>(j) * ldv + c;
+        for (int i = 0; i < 8; ++i)
+          acc[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * i), acc[i]);
+      }
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(a + c + 8 * i, acc[i]);
+    }
+    for (; c < d; c += 8) {
+      __m256 acc = _mm256_loadu_ps(a + c);
+      for (int j = 0; j < T; ++j) {
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
+                              _mm256_loadu_ps(V + static_cast<size_t>(j) * ldv + c), acc);
+      }
+      _mm256_storeu_ps(a + c, acc);
+    }
+  }
+}
+
+VSYNTH_AVX2 float exp_sum_avx2(const float* x, float sub, float* y, int n) {
+  const __m256 s = _mm256_set1_ps(sub);
+  __m256 acc = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+    _mm256_storeu_ps(y + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float sum = hsum(acc);
+  for (; i < n; ++i) {
+    y[i] = std::exp(x[i] - sub);
+    sum += y[i];
+  }
+  return sum;
+}
+
+VSYNTH_AVX2 void i8_to_f32_avx2(const int8_t* x, const float* per, float s, float* y, int n) {
+  int i = 0;
+  const __m256 sv = _mm256_set1_ps(s);
+  for (; i + 8 <= n; i += 8) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + i));
+    const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(f, per ? _mm256_loadu_ps(per + i) : sv));
+  }
+  for (; i < n; ++i) y[i] = static_cast<float>(x[i]) * (per ? per[i] : s);
+}
+
+// tanh(z) = 1 - 2 / (exp(2z) + 1), with z clamped where tanh is +-1 in fp32.
+VSYNTH_AVX2 inline __m256 tanh256(__m256 z) {
+  z = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-9.0f)), _mm256_set1_ps(9.0f));
+  const __m256 e = exp256(_mm256_add_ps(z, z));
+  return _mm256_sub_ps(_mm256_set1_ps(1.0f),
+                       _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
+}
+
+VSYNTH_AVX2 void gelu_mul_avx2(float* g, const float* u, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(g + i);
+    const __m256 x2 = _mm256_mul_ps(x, x);
+    const __m256 inner =
+        _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(kSqrt2OverPi), x),
+                      _mm256_fmadd_ps(_mm256_set1_ps(kGeluCoef), x2, _mm256_set1_ps(1.0f)));
+    const __m256 t = tanh256(inner);
+    const __m256 gel = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x),
+                                     _mm256_add_ps(_mm256_set1_ps(1.0f), t));
+    _mm256_storeu_ps(g + i, _mm256_mul_ps(gel, _mm256_loadu_ps(u + i)));
+  }
+  gelu_mul_scalar(g + i, u + i, n - i);
+}
+
+VSYNTH_AVX2 void silu_mul_avx2(float* g, const float* u, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(g + i);
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    const __m256 s = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+  }
+  silu_mul_scalar(g + i, u + i, n - i);
+}
+
+VSYNTH_AVX2 double sum_squares_avx2(const float* x, int n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+    a0 = _mm256_fmadd_ps(v0, v0, a0);
+    a1 = _mm256_fmadd_ps(v1, v1, a1);
+  }
+  double s = hsum(_mm256_add_ps(a0, a1));
+  for (; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+VSYNTH_AVX2 void scale_mul_avx2(const float* x, float s, const float* w, float* y, int n) {
+  const __m256 sv = _mm256_set1_ps(s);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), sv);
+    if (w) v = _mm256_mul_ps(v, _mm256_loadu_ps(w + i));
+    _mm256_storeu_ps(y + i, v);
+  }
+  for (; i < n; ++i) y[i] = x[i] * s * (w ? w[i] : 1.0f);
+}
+
+VSYNTH_AVX2 void add_avx2(float* y, const float* x, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+  }
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+const Kernels kAvx2 = {scores_avx2,      accumulate_avx2, exp_sum_avx2,
+                       i8_to_f32_avx2,   gelu_mul_avx2,   silu_mul_avx2,
+                       sum_squares_avx2, scale_mul_avx2,  add_avx2};
+#endif
+
+}  // namespace
+
+const Kernels& vec_kernels_scalar() {
+  return kScalar;
+}
+
+const Kernels& vec_kernels() {
+#ifdef VSYNTH_VEC_AVX2
+  if (active_cpu_path() == CpuPath::Avx2) return kAvx2;
+#endif
+  return kScalar;
+}
+
+}  // namespace vsynth::kernels::vec

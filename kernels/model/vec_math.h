@@ -1,0 +1,39 @@
+// Small fp32 vector kernels for the forward pass and attention (internal to kernels/): score
+// tiles, weighted row sums, exp, int8 decoding, activations, sums of squares.
+//
+// Two implementations: portable C++ and AVX2/FMA/F16C (compiled with per-function target
+// attributes, so this file needs no special flags). vec_kernels() returns the one matching
+// kernels/cpu/cpu_path.h's active path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vsynth::kernels::vec {
+
+struct Kernels {
+  // S[r*lds + j] = sum_c Q[r*ldq + c] * K[j*ldk + c]  for r < R, j < T, c < d.
+  void (*scores)(const float* Q, int R, size_t ldq, const float* K, int T, size_t ldk, int d,
+                 float* S, size_t lds);
+  // A[r*lda + c] += sum_j P[r*ldp + j] * V[j*ldv + c]  for r < R, c < d, j < T.
+  void (*accumulate)(float* A, int R, size_t lda, const float* P, size_t ldp, const float* V, int T,
+                     size_t ldv, int d);
+  // y[i] = exp(x[i] - sub) (0 for x[i] = -inf); returns the sum of y.
+  float (*exp_sum)(const float* x, float sub, float* y, int n);
+  // y[i] = x[i] * (per ? per[i] : s).
+  void (*i8_to_f32)(const int8_t* x, const float* per, float s, float* y, int n);
+  // g[i] = gelu_tanh(g[i]) * u[i]   /   g[i] = silu(g[i]) * u[i].
+  void (*gelu_mul)(float* g, const float* u, int n);
+  void (*silu_mul)(float* g, const float* u, int n);
+  // sum of x[i]^2 (fp32 lanes, summed in double at the end).
+  double (*sum_squares)(const float* x, int n);
+  // y[i] = x[i] * s * w[i]   (RMSNorm's scale-and-weight step; w may be null).
+  void (*scale_mul)(const float* x, float s, const float* w, float* y, int n);
+  // y[i] += x[i]
+  void (*add)(float* y, const float* x, int n);
+};
+
+const Kernels& vec_kernels();
+const Kernels& vec_kernels_scalar();
+
+}  // namespace vsynth::kernels::vec

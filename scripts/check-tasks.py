@@ -89,6 +89,10 @@ def spec_subset_errors(text, known, allow_result):
             errors.append("%s is outside the spec subset" % type(node).__name__)
         elif isinstance(node, ast.Constant) and type(node.value) not in (int, bool, float):
             errors.append("constant %r is not an int, bool or float" % (node.value,))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not (
+                isinstance(node.right, ast.Constant) and type(node.right.value) is int
+                and 0 <= node.right.value <= 64):
+            errors.append("'**' needs a literal exponent 0..64 (%s)" % ast.unparse(node))
         elif isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in SPEC_FUNCTIONS:
                 errors.append("call of %s: only %s" % (ast.unparse(node.func),

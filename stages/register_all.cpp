@@ -2,6 +2,7 @@
 
 #include "stages/ast/register.h"
 #include "stages/core/register.h"
+#include "stages/generation/register.h"
 #include "stages/io/register.h"
 
 namespace vsynth::stages {
@@ -9,6 +10,7 @@ namespace vsynth::stages {
 void register_all(graph::Registry& registry) {
   ast::register_stages(registry);
   core::register_stages(registry);
+  generation::register_stages(registry);
   io::register_stages(registry);
 }
 

@@ -5,6 +5,7 @@
 #include "stages/register_all.h"
 #include "tools/vsynth/commands.h"
 #include "tools/vsynth/exit_codes.h"
+#include "tools/vsynth/generate_command.h"
 
 int main(int argc, char** argv) {
   using namespace vsynth;
@@ -39,6 +40,26 @@ int main(int argc, char** argv) {
   auto* dot_cmd = app.add_subcommand("dot", "Print a pipeline as a Graphviz graph");
   dot_cmd->add_option("pipeline", dot_file, "pipeline YAML")->required();
 
+  cli::GenerateArgs gen;
+  auto* gen_cmd = app.add_subcommand("generate", "Stream a model's answer to one prompt");
+  gen_cmd->add_option("-p,--prompt", gen.prompt, "the prompt (a chat message unless --raw)")
+      ->required();
+  gen_cmd->add_option("-n,--max-new-tokens", gen.max_new_tokens, "tokens to generate at most")
+      ->check(CLI::Range(1, 1 << 20));
+  gen_cmd->add_option("--seed", gen.seed, "sampling seed (same seed, same text)");
+  gen_cmd->add_option("--temperature", gen.temperature, "0: greedy");
+  gen_cmd->add_option("--top-k", gen.top_k, "0: off");
+  gen_cmd->add_option("--top-p", gen.top_p, "1: off");
+  gen_cmd->add_option("--min-p", gen.min_p, "0: off");
+  gen_cmd->add_option("--repeat-penalty", gen.repeat_penalty, "1: off");
+  gen_cmd->add_option("--stop", gen.stop, "stop string (repeatable)");
+  gen_cmd->add_option("-m,--model", gen.model, "GGUF file (default: $VSYNTH_MODEL, then models/)");
+  gen_cmd->add_option("--kv-cache", gen.kv_cache, "f16 or int8")
+      ->check(CLI::IsMember({"f16", "int8"}));
+  gen_cmd->add_option("-t,--threads", gen.threads, "compute threads (0: every core)");
+  gen_cmd->add_flag("--raw", gen.raw, "continue the prompt as plain text (no chat template)");
+  gen_cmd->add_flag("-q,--quiet", gen.quiet, "no statistics line on stderr");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -46,6 +67,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : cli::kExitUsage;
   }
 
+  if (*gen_cmd) return cli::cmd_generate(gen);
   graph::Registry registry;
   stages::register_all(registry);
   if (*run_cmd) return cli::cmd_run(registry, run);

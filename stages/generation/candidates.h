@@ -1,0 +1,53 @@
+// CandidatesFacet (`candidates`): what generate.llm produced for an item on its latest
+// attempt. Every text is a view into the item's arena (written once, never copied again).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/item.h"
+
+namespace vsynth::stages::generation {
+
+struct Candidate {
+  std::string_view text;        // the model's output (cut before a stop string, EOG dropped)
+  std::string_view completion;  // the part to insert: `text` (complete) or its code block
+  std::string_view code;        // the whole program a validator runs (see extract.h)
+  int32_t tokens = 0;           // generated tokens (rejected / rolled-back ones excluded)
+  std::string finish;           // length | eog | stop | context | hook | hook_limit | masked
+  std::string finish_detail;    // the stop string or the hook's reason
+  double logprob_sum = 0.0;     // sum of log p(token) under the model (nats)
+  double decode_ms = 0.0;
+  double tokens_per_s = 0.0;
+  uint64_t seed = 0;
+  double temperature = 0.0;
+  int32_t rejections = 0;  // hook verdicts
+  int32_t rollbacks = 0;
+};
+
+class CandidatesFacet : public graph::Facet {
+ public:
+  static constexpr std::string_view kName = "candidates";
+
+  std::vector<Candidate> candidates;
+  std::string_view prompt;  // as the model saw it (special tokens spelled out)
+  std::string mode;         // complete | instruct
+  std::string format;       // prefix | fim | gemma | chatml | llama3 | llama2
+  int32_t prompt_tokens = 0;
+  double prefill_ms = 0.0;
+  int attempt = 1;
+  bool record_prompt = false;  // include `prompt` in to_json
+
+  // The most likely candidate (highest mean logprob per token), or nullptr when empty.
+  const Candidate* best() const;
+
+  // {mode, format, attempt, prompt_tokens, prefill_ms, [prompt], candidates: [{code, text,
+  // completion (when it differs from text), tokens, finish, finish_detail, logprob_sum,
+  // decode_ms, tokens_per_s, seed, temperature, rejections, rollbacks}]}
+  nlohmann::json to_json() const override;
+};
+
+}  // namespace vsynth::stages::generation

@@ -1,0 +1,248 @@
+#include "stages/generation/generate_stage.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "stages/generation/candidates.h"
+#include "stages/generation/extract.h"
+
+namespace vsynth::stages::generation {
+
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint64_t candidate_seed(uint64_t seed, std::string_view task_id, int attempt, int candidate) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the id
+  for (char c : task_id) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return mix(mix(mix(seed ^ h) + static_cast<uint64_t>(attempt)) +
+             static_cast<uint64_t>(candidate));
+}
+
+GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,
+                             std::vector<std::shared_ptr<DecodingHook>> hooks,
+                             GenerateSettings settings, int workers, graph::Port ok,
+                             std::string name)
+    : model_(std::move(model)),
+      hooks_(std::move(hooks)),
+      settings_(std::move(settings)),
+      ok_(ok),
+      name_(std::move(name)) {
+  settings_.decode.sampler.validate();
+  const int32_t ctx = model_->model().options().context_length;
+  if (ctx > 0 && settings_.decode.max_new_tokens >= ctx) {
+    throw std::invalid_argument("stage `" + name_ + "` (generate.llm): max_new_tokens " +
+                                std::to_string(settings_.decode.max_new_tokens) +
+                                " leaves no room for a prompt in the model's context_length " +
+                                std::to_string(ctx));
+  }
+  for (int i = 0; i < std::max(1, workers); ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+GenerateStage::~GenerateStage() {
+  {
+    std::lock_guard l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+  // Items still queued are dropped with their Completion: the graph fails them.
+}
+
+void GenerateStage::submit(graph::ItemPtr item, graph::Completion done) {
+  {
+    std::lock_guard l(mu_);
+    queue_.emplace_back(std::move(item), std::move(done));
+  }
+  cv_.notify_one();
+}
+
+void GenerateStage::worker_loop() {
+  std::unique_lock l(mu_);
+  while (true) {
+    cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    auto [item, done] = std::move(queue_.front());
+    queue_.pop_front();
+    l.unlock();
+    try {
+      generate(*item);
+      done(ok_);
+    } catch (const std::exception& e) {
+      done.fail(e.what());
+    }
+    l.lock();
+  }
+}
+
+double GenerateStage::temperature_for(int attempt) const {
+  const double t = settings_.decode.sampler.temperature +
+                   std::max(0, attempt - 1) * settings_.retry_temperature_step;
+  return attempt > 1 ? std::min(t, std::max(settings_.max_temperature,
+                                            double{settings_.decode.sampler.temperature}))
+                     : t;
+}
+
+void GenerateStage::generate(graph::Item& item) {
+  using clock = std::chrono::steady_clock;
+  kernels::Model& model = model_->model();
+  const kernels::Tokenizer& tok = model.tokenizer();
+  const PromptParts parts = gather_prompt_parts(item, settings_.prompt);
+  const int32_t ctx_len = model.options().context_length;
+  const std::size_t budget =
+      ctx_len > 0 ? static_cast<std::size_t>(ctx_len - settings_.decode.max_new_tokens)
+                  : static_cast<std::size_t>(1) << 30;
+  const Prompt prompt = render_prompt(parts, tok, budget);
+
+  auto& facet = item.emplace<CandidatesFacet>();
+  facet.prompt = item.arena().store(prompt.text);
+  facet.mode = to_string(prompt.mode);
+  facet.format = prompt.format;
+  facet.prompt_tokens = static_cast<int32_t>(prompt.tokens.size());
+  facet.attempt = item.attempt();
+  facet.record_prompt = settings_.record_prompt;
+
+  const auto t0 = clock::now();
+  std::unique_ptr<kernels::Sequence> base = model.new_sequence();
+  const std::span<const float> last = base->prefill(prompt.tokens);
+  const std::vector<float> logits(last.begin(), last.end());  // shared by every candidate
+  facet.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+
+  kernels::GenerateOptions opt = settings_.decode;
+  opt.context_limit = ctx_len;
+  opt.sampler.temperature = static_cast<float>(temperature_for(item.attempt()));
+  const int n = std::max(1, settings_.n_candidates);
+  for (int c = 0; c < n; ++c) {
+    // Every candidate but the last decodes on a fork; the last one takes the base itself.
+    std::unique_ptr<kernels::Sequence> fork = c + 1 < n ? base->fork() : nullptr;
+    kernels::Sequence& seq = fork ? *fork : *base;
+
+    const HookContext hctx{tok, facet.prompt, parts.language, facet.mode, c, item.attempt()};
+    std::vector<std::unique_ptr<kernels::MaskHook>> owned;
+    std::vector<kernels::MaskHook*> hooks;
+    for (const auto& h : hooks_) {
+      if (auto m = h->make(item, hctx)) {
+        hooks.push_back(m.get());
+        owned.push_back(std::move(m));
+      }
+    }
+    opt.sampler.seed = candidate_seed(settings_.decode.sampler.seed, item.id(), item.attempt(), c);
+    kernels::Generation g = kernels::generate(seq, tok, logits, opt, hooks);
+
+    Candidate cand;
+    cand.text = item.arena().store(g.text);
+    cand.completion =
+        prompt.mode == PromptMode::Complete ? cand.text : extract_code(cand.text, parts.language);
+    cand.code = item.arena().store(assemble_program(parts, cand.completion));
+    cand.tokens = static_cast<int32_t>(g.tokens.size());
+    cand.finish = kernels::to_string(g.finish);
+    cand.finish_detail = g.finish_detail;
+    cand.logprob_sum = g.logprob_sum;
+    cand.decode_ms = g.decode_ms;
+    cand.tokens_per_s = g.decode_ms > 0 ? 1000.0 * g.steps / g.decode_ms : 0.0;
+    cand.seed = opt.sampler.seed;
+    cand.temperature = opt.sampler.temperature;
+    cand.rejections = g.rejections;
+    cand.rollbacks = g.rollbacks;
+    facet.candidates.push_back(cand);
+  }
+}
+
+std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ctx) {
+  const graph::Params& p = ctx.params;
+  auto model = ctx.resources.share<ModelResource>(p.string("model"));
+  std::vector<std::shared_ptr<DecodingHook>> hooks;
+  for (const std::string& h : p.strings("hooks")) {
+    hooks.push_back(ctx.resources.share<DecodingHook>(h));
+  }
+  GenerateSettings s;
+  kernels::SamplerParams& sp = s.decode.sampler;
+  sp.temperature = static_cast<float>(p.number("temperature"));
+  sp.top_k = static_cast<int32_t>(p.integer("top_k"));
+  sp.top_p = static_cast<float>(p.number("top_p"));
+  sp.min_p = static_cast<float>(p.number("min_p"));
+  sp.repeat_penalty = static_cast<float>(p.number("repeat_penalty"));
+  sp.repeat_last_n = static_cast<int32_t>(p.integer("repeat_last_n"));
+  sp.presence_penalty = static_cast<float>(p.number("presence_penalty"));
+  sp.frequency_penalty = static_cast<float>(p.number("frequency_penalty"));
+  sp.seed = static_cast<uint64_t>(p.integer("seed"));
+  s.decode.max_new_tokens = static_cast<int32_t>(p.integer("max_new_tokens"));
+  s.decode.stop = p.strings("stop");
+  s.decode.max_hook_retries = static_cast<int32_t>(p.integer("max_hook_retries"));
+  s.prompt.mode = p.string("mode");
+  s.prompt.language = p.string("language");
+  s.prompt.feedback_max_bytes = static_cast<std::size_t>(p.integer("feedback_max_bytes"));
+  s.n_candidates = static_cast<int>(p.integer("n_candidates"));
+  s.retry_temperature_step = p.number("retry_temperature_step");
+  s.max_temperature = p.number("max_temperature");
+  s.record_prompt = p.boolean("record_prompt");
+  try {
+    s.decode.sampler.validate();
+  } catch (const kernels::SamplerError& e) {
+    throw std::invalid_argument("stage `" + ctx.name + "` (generate.llm): " + e.what());
+  }
+  return std::make_unique<GenerateStage>(std::move(model), std::move(hooks), std::move(s),
+                                         static_cast<int>(p.integer("workers")), ctx.port("ok"),
+                                         ctx.name);
+}
+
+graph::Contract generate_contract() {
+  namespace P = graph::P;
+  graph::Contract c;
+  c.kind = "generate.llm";
+  c.summary =
+      "Prompts a model with the task (completion or chat), samples n candidates through the "
+      "engine with decoding hooks, records them with timings";
+  c.execution = graph::Execution::Async;
+  c.concurrency = graph::Concurrency::unlimited();  // items queue for the stage's workers
+  c.provides_facets = {std::string(CandidatesFacet::kName)};
+  c.ports = {{"ok", "candidates were generated", false}};
+  c.params = {
+      P::resource("model", "model", "the model.gguf resource to generate with"),
+      P::resources("hooks", "hook", "decoding hooks run inside the sampling loop, in order"),
+      P::integer("max_new_tokens", 256, 1, 32768, "tokens generated per candidate at most"),
+      P::number("temperature", 0.2, 0.0, 5.0, "sampling temperature; 0: greedy"),
+      P::integer("top_k", 40, 0, 1 << 20, "keep the k most likely tokens; 0: off"),
+      P::number("top_p", 0.95, 0.01, 1.0, "nucleus: smallest set with this mass; 1: off"),
+      P::number("min_p", 0.05, 0.0, 1.0, "drop tokens under min_p x the best one's p; 0: off"),
+      P::number("repeat_penalty", 1.0, 0.01, 10.0,
+                "divides positive / multiplies negative logits of recent tokens; 1: off"),
+      P::integer("repeat_last_n", 64, -1, 1 << 20,
+                 "recent tokens the penalties look at; 0: none, -1: all"),
+      P::number("presence_penalty", 0.0, -10.0, 10.0, "subtracted once from a recent token"),
+      P::number("frequency_penalty", 0.0, -10.0, 10.0,
+                "subtracted per occurrence of a recent token"),
+      P::integer("seed", 0, 0, std::nullopt,
+                 "base seed; each candidate's seed mixes it with task id, attempt, index"),
+      P::integer("n_candidates", 1, 1, 64, "candidates per attempt (share one prefill)"),
+      P::strings("stop", std::vector<std::string>{},
+                 "stop strings: a candidate's text ends before the first match"),
+      P::choice("mode", "auto", {"auto", "complete", "instruct"},
+                "complete: continue the code before the cursor; instruct: the chat template; "
+                "auto: complete when the task has a cursor or /prefix"),
+      P::string("language", "", "code language; empty: the task's /language, else python"),
+      P::number("retry_temperature_step", 0.3, 0.0, 5.0,
+                "temperature added per retry (attempt 2 gets one step)"),
+      P::number("max_temperature", 1.2, 0.0, 5.0, "cap for the retry temperature schedule"),
+      P::integer("feedback_max_bytes", 2000, 0, 1 << 20,
+                 "bytes kept of each feedback message in a retry prompt (the tail)"),
+      P::integer("max_hook_retries", 64, 0, 1 << 20,
+                 "hook rejections + rollbacks allowed per candidate"),
+      P::integer("workers", 1, 1, 64, "items decoded at once, each on its own thread"),
+      P::boolean("record_prompt", false, "write the prompt text into the results record"),
+  };
+  return c;
+}
+
+}  // namespace vsynth::stages::generation

@@ -1,0 +1,87 @@
+// generate.llm: asks a model for code. Assembles the prompt from the item (prompt.h), prefills
+// it once, samples `n_candidates` continuations from forks of that sequence (each with its own
+// seed and any decoding hooks), and records them in the `candidates` facet.
+//
+//   resources:
+//     coder: { use: model.gguf }
+//   stages:
+//     generate: { use: generate.llm, with: { model: coder, max_new_tokens: 256,
+//                                             temperature: 0.2, n_candidates: 1 } }
+//
+// Asynchronous: submit() queues the item for the stage's own worker thread(s), which drive the
+// engine; graph threads never wait on a forward pass. With `workers: N`, N items decode at once
+// (each on its own sequence; they share the model's compute threads).
+//
+// Retries: on attempt a (Item::attempt(), after a back edge) the temperature is
+// temperature + (a - 1) * retry_temperature_step, capped at max_temperature, and the prompt
+// carries the latest feedback messages. Seeds derive from (seed, task id, attempt, candidate),
+// so a run is reproducible whatever order items arrive in.
+//
+// Provides: `candidates` (CandidatesFacet). Reads, when present: `anchor` (the cursor),
+// `context` (its text, see prompt.h). Ports: `ok`.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "graph/stage.h"
+#include "kernels/sampler/generator.h"
+#include "stages/generation/hook.h"
+#include "stages/generation/model_resource.h"
+#include "stages/generation/prompt.h"
+
+namespace vsynth::stages::generation {
+
+struct GenerateSettings {
+  kernels::GenerateOptions decode;  // sampler params, max_new_tokens, stop strings
+  PromptSettings prompt;
+  int n_candidates = 1;
+  double retry_temperature_step = 0.3;
+  double max_temperature = 1.2;
+  bool record_prompt = false;
+};
+
+class GenerateStage : public graph::AsyncStage {
+ public:
+  GenerateStage(std::shared_ptr<ModelResource> model,
+                std::vector<std::shared_ptr<DecodingHook>> hooks, GenerateSettings settings,
+                int workers, graph::Port ok, std::string name);
+  ~GenerateStage() override;
+
+  void submit(graph::ItemPtr item, graph::Completion done) override;
+
+  // The work for one item, on the calling thread (what the workers run). Throws on failure.
+  void generate(graph::Item& item);
+
+  // The temperature used on a given attempt (1-based).
+  double temperature_for(int attempt) const;
+
+ private:
+  void worker_loop();
+
+  std::shared_ptr<ModelResource> model_;
+  std::vector<std::shared_ptr<DecodingHook>> hooks_;
+  GenerateSettings settings_;
+  graph::Port ok_;
+  std::string name_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<graph::ItemPtr, graph::Completion>> queue_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ctx);
+graph::Contract generate_contract();
+
+// The seed of one candidate: mixes the stage's seed, the task id, the attempt and the index.
+uint64_t candidate_seed(uint64_t seed, std::string_view task_id, int attempt, int candidate);
+
+}  // namespace vsynth::stages::generation

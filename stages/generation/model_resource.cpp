@@ -1,0 +1,98 @@
+#include "stages/generation/model_resource.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace vsynth::stages::generation {
+
+namespace fs = std::filesystem;
+
+fs::path resolve_model_path(const std::string& path) {
+  if (!path.empty()) {
+    if (!fs::exists(path)) {
+      throw std::runtime_error("model file `" + path + "` does not exist (model.gguf `path`)");
+    }
+    return path;
+  }
+  if (const char* env = std::getenv("VSYNTH_MODEL"); env && *env) {
+    if (!fs::exists(env)) {
+      throw std::runtime_error(std::string("model file `") + env +
+                               "` named by $VSYNTH_MODEL does not exist");
+    }
+    return env;
+  }
+  std::vector<fs::path> tried{fs::current_path() / kDefaultModelFile};
+#ifdef VSYNTH_SOURCE_ROOT
+  tried.push_back(fs::path(VSYNTH_SOURCE_ROOT) / kDefaultModelFile);
+#endif
+  for (const fs::path& p : tried) {
+    if (fs::exists(p)) return p;
+  }
+  std::string where;
+  for (const fs::path& p : tried) where += "\n  " + p.string();
+  throw std::runtime_error(
+      "no model given (model.gguf `path` is empty and $VSYNTH_MODEL is not set) and the default "
+      "model is not at:" +
+      where + "\nrun scripts/setup-model.sh, set VSYNTH_MODEL, or give `path`");
+}
+
+ModelSettings model_settings(const graph::Params& params) {
+  ModelSettings s;
+  s.path = params.string("path");
+  s.device = params.string("device");
+  s.kv_cache = params.string("kv_cache");
+  s.threads = static_cast<int>(params.integer("threads"));
+  s.context_length = static_cast<int32_t>(params.integer("context_length"));
+  return s;
+}
+
+std::shared_ptr<ModelResource> load_model(const ModelSettings& s) {
+  if (s.device == "cuda") {
+    throw std::runtime_error(
+        "model.gguf: device `cuda` is not available yet (the CUDA backend is not built into "
+        "the engine); use device: cpu or auto");
+  }
+  if (s.device != "auto" && s.device != "cpu") {
+    throw std::runtime_error("model.gguf: unknown device `" + s.device +
+                             "` (valid: auto, cpu, cuda)");
+  }
+  kernels::ModelOptions options;
+  if (s.kv_cache == "f16") {
+    options.kv_type = kernels::KvType::F16;
+  } else if (s.kv_cache == "int8") {
+    options.kv_type = kernels::KvType::Int8;
+  } else {
+    throw std::runtime_error("model.gguf: unknown kv_cache `" + s.kv_cache +
+                             "` (valid: f16, int8)");
+  }
+  options.threads = s.threads;
+  options.context_length = s.context_length;
+  const fs::path path = resolve_model_path(s.path);
+  try {
+    return std::make_shared<ModelResource>(kernels::Model::load(path, options), path);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot load model `" + path.string() + "`: " + e.what());
+  }
+}
+
+graph::ResourceContract model_contract() {
+  graph::ResourceContract c;
+  c.kind = "model.gguf";
+  c.interface = "model";
+  c.summary = "A GGUF decoder model (gemma3, llama, qwen2) loaded once and shared by stages";
+  c.params = {
+      graph::P::string("path", "",
+                       "the .gguf file; empty: $VSYNTH_MODEL, else "
+                       "models/gemma-3-270m-q4_k_m.gguf"),
+      graph::P::choice("device", "auto", {"auto", "cpu", "cuda"},
+                       "where to run; auto = cpu until the CUDA backend lands"),
+      graph::P::choice("kv_cache", "f16", {"f16", "int8"},
+                       "KV cache element type (int8: half the memory, some quantization error)"),
+      graph::P::integer("threads", 0, 0, 1024, "compute threads; 0: every core"),
+      graph::P::integer("context_length", 4096, 0, 1 << 20,
+                        "positions per sequence; 0: the model's trained length"),
+  };
+  return c;
+}
+
+}  // namespace vsynth::stages::generation

@@ -1,0 +1,304 @@
+#include "stages/generation/prompt.h"
+
+#include <stdexcept>
+#include <string_view>
+
+#include "stages/ast/anchor_stage.h"
+
+namespace vsynth::stages::generation {
+
+namespace {
+
+using kernels::TokenId;
+
+const nlohmann::json* field(const graph::Item& item, const char* name) {
+  const nlohmann::json& d = item.task().data;
+  if (!d.is_object()) return nullptr;
+  auto it = d.find(name);
+  return it != d.end() && it->is_string() ? &*it : nullptr;
+}
+
+std::string string_field(const graph::Item& item, const char* name) {
+  const nlohmann::json* f = field(item, name);
+  return f ? f->get<std::string>() : std::string();
+}
+
+// The text of a `context` facet (context.prune and friends), read generically: a JSON string,
+// or an object with a string "text".
+std::string context_text(const graph::Item& item) {
+  auto it = item.facets().find("context");
+  if (it == item.facets().end() || !it->second) return {};
+  const nlohmann::json j = it->second->to_json();
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_object() && j.contains("text") && j["text"].is_string()) return j["text"];
+  return {};
+}
+
+std::string display_name(std::string_view lang) {
+  if (lang == "python") return "Python";
+  if (lang == "cpp") return "C++";
+  if (lang == "c") return "C";
+  if (lang == "javascript") return "JavaScript";
+  if (lang == "typescript" || lang == "tsx") return "TypeScript";
+  if (lang == "go") return "Go";
+  if (lang == "java") return "Java";
+  if (lang == "rust") return "Rust";
+  return std::string(lang);
+}
+
+std::string comment_leader(std::string_view lang) {
+  if (lang == "python" || lang == "ruby" || lang == "bash" || lang == "shell") return "# ";
+  return "// ";
+}
+
+// Feedback and context as comments above a completion prefix.
+std::string completion_header(const PromptParts& p) {
+  std::string h;
+  if (!p.context.empty()) {
+    h += p.context;
+    if (h.back() != '\n') h += '\n';
+    h += '\n';
+  }
+  const std::string c = comment_leader(p.language);
+  for (const std::string& f : p.feedback) {
+    h += c + "A previous attempt at the code below failed:\n";
+    std::size_t start = 0;
+    while (start < f.size()) {
+      std::size_t end = f.find('\n', start);
+      if (end == std::string::npos) end = f.size();
+      h += c + f.substr(start, end - start) + '\n';
+      start = end + 1;
+    }
+  }
+  return h;
+}
+
+std::optional<TokenId> find_any(const kernels::Tokenizer& tok,
+                                std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names) {
+    if (auto id = tok.find(n)) return id;
+  }
+  return std::nullopt;
+}
+
+// Appends `text` encoded: template text parses control tokens, task text never does.
+void append(const kernels::Tokenizer& tok, std::vector<TokenId>& out, std::string_view text,
+            bool is_template) {
+  if (text.empty()) return;
+  kernels::EncodeOptions o;
+  o.add_special = false;  // BOS is placed by the caller, once
+  o.parse_special = is_template;
+  tok.encode(text, out, o);
+}
+
+}  // namespace
+
+const char* to_string(PromptMode m) {
+  return m == PromptMode::Complete ? "complete" : "instruct";
+}
+
+const char* to_string(ChatTemplate t) {
+  switch (t) {
+    case ChatTemplate::Gemma:
+      return "gemma";
+    case ChatTemplate::ChatML:
+      return "chatml";
+    case ChatTemplate::Llama3:
+      return "llama3";
+    case ChatTemplate::Llama2:
+      return "llama2";
+  }
+  return "?";
+}
+
+ChatTemplate detect_chat_template(const kernels::Tokenizer& tok) {
+  if (tok.find("<start_of_turn>") && tok.find("<end_of_turn>")) return ChatTemplate::Gemma;
+  if (tok.find("<|im_start|>") && tok.find("<|im_end|>")) return ChatTemplate::ChatML;
+  if (tok.find("<|start_header_id|>") && tok.find("<|eot_id|>")) return ChatTemplate::Llama3;
+  return ChatTemplate::Llama2;
+}
+
+PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s) {
+  PromptParts p;
+  const auto* anchor = item.find<ast::AnchorFacet>();
+  const nlohmann::json* prefix = field(item, "prefix");
+  const nlohmann::json* prompt = field(item, "prompt");
+  const nlohmann::json* instruction = field(item, "instruction");
+
+  if (!s.language.empty()) {
+    p.language = s.language;
+  } else if (const nlohmann::json* l = field(item, "language")) {
+    p.language = l->get<std::string>();
+  } else if (anchor) {
+    p.language = std::string(anchor->file().language().name());
+  }
+  p.entry_point = string_field(item, "entry_point");
+
+  const bool has_cursor = anchor || prefix;
+  if (s.mode == "complete" || (s.mode == "auto" && has_cursor)) {
+    p.mode = PromptMode::Complete;
+  } else if (s.mode == "instruct" || s.mode == "auto") {
+    p.mode = PromptMode::Instruct;
+  } else {
+    throw std::invalid_argument("unknown prompt mode `" + s.mode +
+                                "` (valid: auto, complete, instruct)");
+  }
+
+  if (anchor) {
+    const std::string_view src = anchor->file().source();
+    const std::size_t at = anchor->anchor().byte;
+    p.prefix = std::string(src.substr(0, at));
+    p.suffix = std::string(src.substr(at));
+  } else if (prefix) {
+    p.prefix = prefix->get<std::string>();
+    p.suffix = string_field(item, "suffix");
+  }
+
+  if (p.mode == PromptMode::Complete) {
+    if (!has_cursor) {
+      if (!prompt) {
+        throw std::invalid_argument(
+            "task `" + item.id() +
+            "`: completion needs a cursor (the `anchor` facet from ast.anchor), a string "
+            "/prefix, or a string /prompt to continue");
+      }
+      p.prefix = prompt->get<std::string>();
+    }
+  } else {
+    if (instruction) p.instruction = instruction->get<std::string>();
+    if (prompt) {
+      p.code = prompt->get<std::string>();
+    } else if (has_cursor) {
+      p.code = p.prefix;  // asked in words to finish the file up to its cursor
+    }
+    if (p.instruction.empty() && p.code.empty()) {
+      throw std::invalid_argument("task `" + item.id() +
+                                  "`: an instruct prompt needs a string /instruction or /prompt "
+                                  "(or a /prefix or cursor to complete)");
+    }
+  }
+
+  p.context = context_text(item);
+  const auto& fb = item.feedback();
+  const std::size_t first =
+      fb.size() > s.feedback_max_messages ? fb.size() - s.feedback_max_messages : 0;
+  for (std::size_t i = first; i < fb.size(); ++i) {
+    std::string m = fb[i].message;
+    if (m.size() > s.feedback_max_bytes) {
+      m = "..." + m.substr(m.size() - s.feedback_max_bytes);
+    }
+    p.feedback.push_back(std::move(m));
+  }
+  return p;
+}
+
+std::string instruct_message(const PromptParts& p) {
+  const std::string lang = p.language;
+  const std::string name = display_name(lang);
+  std::string m;
+  if (!p.context.empty()) {
+    m += "Relevant code from the project:\n```" + lang + "\n" + p.context;
+    if (m.back() != '\n') m += '\n';
+    m += "```\n\n";
+  }
+  if (!p.instruction.empty()) m += p.instruction + "\n\n";
+  if (!p.code.empty()) {
+    if (p.instruction.empty()) m += "Complete the following " + name + " code.\n\n";
+    m += "```" + lang + "\n" + p.code;
+    if (m.back() != '\n') m += '\n';
+    m += "```\n\n";
+  }
+  for (const std::string& f : p.feedback) {
+    m += "A previous answer was wrong. This is what went wrong:\n```\n" + f;
+    if (m.back() != '\n') m += '\n';
+    m += "```\nFix the problem.\n\n";
+  }
+  if (!p.entry_point.empty()) {
+    m += "Reply with the complete function `" + p.entry_point +
+         "`, including its imports, in a single ```" + lang + " code block.";
+  } else {
+    m += "Reply with the complete " + name + " code in a single ```" + lang + " code block.";
+  }
+  return m;
+}
+
+std::vector<TokenId> render_chat(const kernels::Tokenizer& tok, std::string_view msg,
+                                 ChatTemplate t) {
+  std::vector<TokenId> ids;
+  if (tok.add_bos()) ids.push_back(tok.bos());
+  switch (t) {
+    case ChatTemplate::Gemma:
+      append(tok, ids, "<start_of_turn>user\n", true);
+      append(tok, ids, msg, false);
+      append(tok, ids, "<end_of_turn>\n<start_of_turn>model\n", true);
+      break;
+    case ChatTemplate::ChatML:
+      append(tok, ids, "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n", true);
+      append(tok, ids, "<|im_start|>user\n", true);
+      append(tok, ids, msg, false);
+      append(tok, ids, "<|im_end|>\n<|im_start|>assistant\n", true);
+      break;
+    case ChatTemplate::Llama3:
+      append(tok, ids, "<|start_header_id|>user<|end_header_id|>\n\n", true);
+      append(tok, ids, msg, false);
+      append(tok, ids, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n", true);
+      break;
+    case ChatTemplate::Llama2:
+      append(tok, ids, "[INST] " + std::string(msg) + " [/INST]", false);
+      break;
+  }
+  return ids;
+}
+
+Prompt render_prompt(const PromptParts& p, const kernels::Tokenizer& tok, std::size_t max_tokens) {
+  Prompt out;
+  out.mode = p.mode;
+  if (p.mode == PromptMode::Complete) {
+    const auto fim_pre = find_any(tok, {"<|fim_prefix|>", "<fim_prefix>"});
+    const auto fim_suf = find_any(tok, {"<|fim_suffix|>", "<fim_suffix>"});
+    const auto fim_mid = find_any(tok, {"<|fim_middle|>", "<fim_middle>"});
+    std::vector<TokenId> head;  // BOS, if the vocabulary adds one
+    if (tok.add_bos()) head.push_back(tok.bos());
+    kernels::EncodeOptions plain{.add_special = false, .parse_special = false};
+    std::vector<TokenId> body = tok.encode(completion_header(p) + p.prefix, plain);
+    std::vector<TokenId> tail;
+    if (!p.suffix.empty() && fim_pre && fim_suf && fim_mid) {
+      out.format = "fim";
+      head.push_back(*fim_pre);
+      tail.push_back(*fim_suf);
+      tok.encode(p.suffix, tail, plain);
+      tail.push_back(*fim_mid);
+    } else {
+      out.format = "prefix";
+    }
+    const std::size_t fixed = head.size() + tail.size();
+    if (fixed + 1 > max_tokens) {
+      throw std::invalid_argument("the prompt's suffix alone needs " + std::to_string(fixed) +
+                                  " tokens but only " + std::to_string(max_tokens) +
+                                  " fit before the generation's budget");
+    }
+    if (fixed + body.size() > max_tokens) {  // keep the text nearest the cursor
+      body.erase(body.begin(), body.end() - static_cast<std::ptrdiff_t>(max_tokens - fixed));
+    }
+    out.tokens = std::move(head);
+    out.tokens.insert(out.tokens.end(), body.begin(), body.end());
+    out.tokens.insert(out.tokens.end(), tail.begin(), tail.end());
+  } else {
+    const ChatTemplate t = detect_chat_template(tok);
+    out.format = to_string(t);
+    out.tokens = render_chat(tok, instruct_message(p), t);
+    const std::vector<TokenId>& ids = out.tokens;
+    if (ids.size() > max_tokens) {
+      throw std::invalid_argument("the instruct prompt needs " + std::to_string(ids.size()) +
+                                  " tokens but only " + std::to_string(max_tokens) +
+                                  " fit before the generation's budget (raise the model's "
+                                  "context_length or lower max_new_tokens)");
+    }
+  }
+  kernels::DecodeOptions d;
+  d.render_special = true;
+  out.text = tok.decode(out.tokens, d);
+  return out;
+}
+
+}  // namespace vsynth::stages::generation

@@ -1,0 +1,81 @@
+// Prompt assembly for generate.llm: what the item offers (task fields, the anchor, a context
+// facet, feedback from earlier attempts) turned into the model's tokens.
+//
+// Two modes:
+//   complete  the model continues code: the text before the cursor (the `anchor` facet's file
+//             up to its cursor, or the task's /prefix, or a HumanEval-style /prompt), with
+//             fill-in-the-middle tokens when the task has a suffix and the vocabulary has FIM
+//             tokens (<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>); otherwise a plain prefix.
+//   instruct  the model answers a request in its chat template: the task's /instruction
+//             and/or /prompt (code to complete, shown in a fenced block), with the context and
+//             the feedback of earlier attempts, asking for one fenced code block.
+// `auto` picks complete when there is a cursor or a prefix, instruct otherwise.
+//
+// Chat templates are written by hand (no Jinja engine), chosen from the vocabulary's special
+// tokens: gemma (<start_of_turn>), ChatML (qwen2: <|im_start|>), llama3 (<|start_header_id|>),
+// and llama2's [INST] otherwise.
+//
+// Task text never becomes control tokens: it is encoded with parse_special off, so a task that
+// mentions "<end_of_turn>" cannot end the turn.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/item.h"
+#include "kernels/tokenizer/tokenizer.h"
+
+namespace vsynth::stages::generation {
+
+enum class PromptMode { Complete, Instruct };
+const char* to_string(PromptMode m);
+
+enum class ChatTemplate { Gemma, ChatML, Llama3, Llama2 };
+const char* to_string(ChatTemplate t);
+ChatTemplate detect_chat_template(const kernels::Tokenizer& tok);
+
+struct PromptSettings {
+  std::string mode = "auto";              // auto | complete | instruct
+  std::string language;                   // empty: the task's /language, the anchor's, else python
+  std::size_t feedback_max_bytes = 2000;  // per feedback message (the tail is kept)
+  std::size_t feedback_max_messages = 2;  // the most recent ones
+};
+
+// What the item offers, gathered once per attempt.
+struct PromptParts {
+  PromptMode mode = PromptMode::Instruct;
+  std::string language = "python";
+  std::string prefix, suffix;         // complete: around the cursor
+  std::string instruction;            // instruct: the request in words
+  std::string code;                   // instruct: code to complete (HumanEval /prompt)
+  std::string entry_point;            // the function the tests call, when the task names it
+  std::string context;                // the `context` facet's text, when there is one
+  std::vector<std::string> feedback;  // earlier attempts' messages, oldest first
+};
+
+// Throws std::invalid_argument naming the task and the fields that would do when the item has
+// nothing to prompt with for the mode.
+PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& settings);
+
+struct Prompt {
+  std::vector<kernels::TokenId> tokens;
+  std::string text;  // the prompt as the model sees it, special tokens spelled out
+  PromptMode mode = PromptMode::Complete;
+  std::string format;  // "prefix", "fim", or the chat template's name
+};
+
+// `max_tokens`: the prompt's budget (context length minus the generation's); a completion
+// prompt over it loses its oldest tokens (BOS kept), an instruct prompt over it throws
+// std::invalid_argument.
+Prompt render_prompt(const PromptParts& parts, const kernels::Tokenizer& tok,
+                     std::size_t max_tokens);
+
+// The user turn of an instruct prompt (before the chat template wraps it).
+std::string instruct_message(const PromptParts& parts);
+
+// One user message in the vocabulary's chat template, ready for the model's answer: BOS (when
+// the vocabulary adds one), the template's tokens, the message encoded as plain text.
+std::vector<kernels::TokenId> render_chat(const kernels::Tokenizer& tok, std::string_view message,
+                                          ChatTemplate t);
+
+}  // namespace vsynth::stages::generation

@@ -1,0 +1,29 @@
+// `vsynth generate`: one prompt through the model, the answer streamed to stdout as it decodes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vsynth::cli {
+
+struct GenerateArgs {
+  std::string prompt;
+  int max_new_tokens = 256;
+  uint64_t seed = 0;
+  float temperature = 0.2f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  std::vector<std::string> stop;
+  std::string model;  // empty: $VSYNTH_MODEL, then the default model
+  std::string kv_cache = "f16";
+  int threads = 0;
+  bool raw = false;    // continue the text as is (no chat template)
+  bool quiet = false;  // no statistics line on stderr
+};
+
+int cmd_generate(const GenerateArgs& args);
+
+}  // namespace vsynth::cli

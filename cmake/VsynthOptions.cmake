@@ -12,6 +12,12 @@ if(VSYNTH_SANITIZE)
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${VSYNTH_SANITIZE} -fno-omit-frame-pointer
                               -fno-sanitize-recover=all>)
   target_link_options(vsynth_options INTERFACE -fsanitize=${VSYNTH_SANITIZE})
+  # oneTBB's flow graph downcasts task objects in memory it recycles
+  # (detail/_flow_graph_impl.h), which UBSan's vptr check reports on every run; the check
+  # stays off, every other UBSan check stays on.
+  if(VSYNTH_SANITIZE MATCHES "undefined")
+    target_compile_options(vsynth_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize=vptr>)
+  endif()
   # GCC's flow analysis reports false maybe-uninitialized warnings inside libstdc++ (<regex>,
   # <optional>) under the sanitizers' instrumentation; keep the rest of -Werror.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")

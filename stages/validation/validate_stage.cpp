@@ -1,0 +1,234 @@
+#include "stages/validation/validate_stage.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "stages/validation/candidate.h"
+#include "stages/validation/error.h"
+#include "stages/validation/task_tests.h"
+
+namespace vsynth::stages::validation {
+
+namespace {
+
+// How far a candidate got: checks passed (or benignly skipped) before the first failure.
+std::size_t progress(const CandidateVerdict& c) {
+  std::size_t n = 0;
+  for (const auto& v : c.checks) {
+    if (v.status == Status::Fail || v.status == Status::Error) break;
+    ++n;
+  }
+  return n;
+}
+
+std::string pass_status(const CandidateVerdict& c, bool oracle) {
+  auto passed = [&](Check k) {
+    return std::any_of(c.checks.begin(), c.checks.end(), [&](const CheckVerdict& v) {
+      return v.check == k && v.status == Status::Pass;
+    });
+  };
+  if (passed(Check::Tests)) return oracle ? "oracle_tests_passed" : "tests_passed";
+  if (passed(Check::Spec)) return "verified";
+  if (passed(Check::Compile)) return "compiled";
+  if (passed(Check::Syntax)) return "syntax_ok";
+  return "checked";
+}
+
+std::string fail_status(const CheckVerdict& v, bool oracle) {
+  switch (v.check) {
+    case Check::Syntax:
+      return "syntax_error";
+    case Check::Compile:
+      return "compile_error";
+    case Check::Spec:
+      return "spec_refuted";
+    case Check::Tests:
+      return std::string(oracle ? "oracle_" : "") +
+             (v.kind == "timeout" ? "tests_timeout" : "tests_failed");
+  }
+  return "failed";
+}
+
+std::string feedback(const CheckVerdict& v) {
+  switch (v.check) {
+    case Check::Syntax:
+      return "syntax error: " + v.message;
+    case Check::Compile:
+      return "compile error: " + v.message;
+    case Check::Spec:
+      return v.message;
+    case Check::Tests:
+      return (v.kind == "timeout" ? "tests timed out: " : "tests failed: ") + v.message;
+  }
+  return v.message;
+}
+
+CheckVerdict skipped(Check check, std::string why) {
+  CheckVerdict v;
+  v.check = check;
+  v.status = Status::Skipped;
+  v.message = std::move(why);
+  return v;
+}
+
+}  // namespace
+
+graph::Port validate_item(graph::Item& item, const Checker& checker, const ValidateSettings& s,
+                          const ValidatePorts& ports, const std::string& stage_name) {
+  const TaskTests task = read_task_tests(item.task(), s.language);
+  std::vector<Program> programs = programs_of(item);
+  if (programs.empty()) {
+    throw ValidationError(fmt::format("task `{}`: no candidate to validate; looked in {}",
+                                      item.id(), kWhereCandidatesComeFrom));
+  }
+  if (s.max_candidates > 0 && programs.size() > static_cast<std::size_t>(s.max_candidates)) {
+    programs.resize(static_cast<std::size_t>(s.max_candidates));
+  }
+  SandboxLimits limits = checker.limits();
+  if (s.timeout_ms > 0) limits.wall_ms = s.timeout_ms;
+  const TestSuite& suite = s.oracle ? task.hidden : task.visible;
+
+  auto& facet = item.emplace<VerdictsFacet>();
+  facet.language = task.language;
+  facet.tests_visibility = s.oracle ? "oracle" : "visible";
+  facet.attempt = item.attempt();
+  for (const Program& program : programs) {
+    CandidateVerdict cv;
+    cv.index = program.index;
+    const CheckVerdict* failed = nullptr;
+    for (const Check check : s.checks) {
+      if (failed) {
+        cv.checks.push_back(skipped(
+            check, fmt::format("not run: the {} check did not pass", to_string(failed->check))));
+        continue;
+      }
+      switch (check) {
+        case Check::Syntax:
+          cv.checks.push_back(checker.syntax(program, task.language));
+          break;
+        case Check::Compile:
+          cv.checks.push_back(checker.compile(program, task.language, limits));
+          break;
+        case Check::Tests:
+          cv.checks.push_back(checker.tests(program, task, suite, s.oracle, limits));
+          break;
+        case Check::Spec:
+          cv.checks.push_back(Checker::spec(item));
+          break;
+      }
+      const CheckVerdict& last = cv.checks.back();
+      if (last.status == Status::Fail || last.status == Status::Error) failed = &last;
+    }
+    cv.passed = failed == nullptr;
+    facet.candidates.push_back(std::move(cv));
+    if (facet.candidates.back().passed) {
+      facet.passed_candidate = facet.candidates.back().index;
+      break;
+    }
+  }
+
+  if (facet.passed_candidate) {
+    item.set_status(pass_status(facet.candidates.back(), s.oracle));
+    return ports.pass;
+  }
+  const CandidateVerdict* best = &facet.candidates.front();
+  for (const auto& c : facet.candidates) {
+    if (progress(c) > progress(*best)) best = &c;
+  }
+  const CheckVerdict& why = *best->first_failure();
+  if (why.status == Status::Error) {
+    item.set_status("validation_error");
+    item.add_feedback(stage_name, "error",
+                      fmt::format("{} check could not run: {}", to_string(why.check), why.message));
+    return ports.error;
+  }
+  item.set_status(fail_status(why, s.oracle));
+  item.add_feedback(stage_name, "fail", feedback(why));
+  return ports.fail;
+}
+
+ValidateStage::ValidateStage(std::shared_ptr<SandboxPool> pool, ValidateSettings settings,
+                             ValidatePorts ports, std::string name)
+    : shared_(std::make_shared<const Shared>(
+          Shared{std::move(pool), std::move(settings), ports, std::move(name)})) {}
+
+void ValidateStage::submit(graph::ItemPtr item, graph::Completion done) {
+  shared_->pool->submit([shared = shared_, item = std::move(item), done = std::move(done)] {
+    try {
+      const graph::Port port = validate_item(*item, shared->pool->checker(), shared->settings,
+                                             shared->ports, shared->name);
+      done(port);
+    } catch (const std::exception& e) {
+      done.fail(e.what());
+    }
+  });
+}
+
+graph::Contract validate_contract() {
+  graph::Contract c;
+  c.kind = "validate.async";
+  c.summary =
+      "checks candidate programs (syntax, compile, tests, spec) in a bubblewrap sandbox on a "
+      "worker pool; failures carry feedback for a retry";
+  c.execution = graph::Execution::Async;
+  c.concurrency = graph::Concurrency::unlimited();  // the pool bounds the work, not the node
+  c.provides_facets = {std::string(VerdictsFacet::kName)};
+  c.ports = {
+      {"pass", "every configured check passed (or had nothing to check)", false},
+      {"fail",
+       "a check failed: syntax error, compiler error, failing or timed-out test, refuted spec; "
+       "carries feedback",
+       true},
+      {"error", "a check could not run (sandbox or tool failure, malformed tests)", true},
+  };
+  c.params = {
+      graph::P::strings("checks", std::vector<std::string>{"syntax", "compile", "tests"},
+                        "checks to run, in this order", {"syntax", "compile", "tests", "spec"}),
+      graph::P::resource("sandbox", "sandbox",
+                         "sandbox.bwrap resource to run in (default: a private pool)",
+                         /*required=*/false),
+      graph::P::integer("timeout_ms", 0, 0, 600000,
+                        "wall-clock limit of each sandboxed check, ms (0: the sandbox's wall_ms)"),
+      graph::P::choice("tests_visibility", "visible", {"visible", "oracle"},
+                       "visible: the task's visible tests; oracle: its hidden tests (results "
+                       "say oracle)"),
+      graph::P::string("language", std::string(),
+                       "force a language (default: task `language`, `path` extension, python)"),
+      graph::P::integer("max_candidates", 0, 0, 1024,
+                        "check at most this many candidates per item (0: all)"),
+      graph::P::integer("workers", 2, 1, 64, "threads of the private pool (without `sandbox`)"),
+  };
+  return c;
+}
+
+std::unique_ptr<graph::StageBase> make_validate_stage(const graph::StageContext& ctx) {
+  ValidateSettings s;
+  s.checks.clear();
+  for (const auto& name : ctx.params.strings("checks")) {
+    const auto check = parse_check(name);
+    if (!check) {
+      throw ValidationError(fmt::format(
+          "stage `{}`: unknown check `{}` (syntax, compile, tests, spec)", ctx.name, name));
+    }
+    if (std::find(s.checks.begin(), s.checks.end(), *check) == s.checks.end()) {
+      s.checks.push_back(*check);
+    }
+  }
+  s.timeout_ms = ctx.params.integer("timeout_ms");
+  s.oracle = ctx.params.string("tests_visibility") == "oracle";
+  s.language = ctx.params.string("language");
+  s.max_candidates = ctx.params.integer("max_candidates");
+  std::shared_ptr<SandboxPool> pool;
+  if (const std::string& name = ctx.params.string("sandbox"); !name.empty()) {
+    pool = ctx.resources.share<SandboxPool>(name);
+  } else {
+    SandboxPoolConfig config;
+    config.workers = static_cast<int>(ctx.params.integer("workers"));
+    pool = std::make_shared<SandboxPool>(std::move(config));
+  }
+  ValidatePorts ports{ctx.port("pass"), ctx.port("fail"), ctx.port("error")};
+  return std::make_unique<ValidateStage>(std::move(pool), std::move(s), ports, ctx.name);
+}
+
+}  // namespace vsynth::stages::validation

@@ -1,0 +1,89 @@
+// validate.async: checks each candidate program of an item (syntax, compile, tests, spec) in
+// the sandbox, asynchronously, and sends the item on with a verdict.
+//
+//   resources:
+//     box: { use: sandbox.bwrap, with: { workers: 2 } }
+//   stages:
+//     validate: { use: validate.async,
+//                 with: { sandbox: box, checks: [syntax, compile, tests], timeout_ms: 4000 } }
+//   edges:
+//     - generate -> validate
+//     - { from: validate.fail, to: generate, back_edge: true, max_attempts: 4 }
+//     - validate.pass -> out
+//     - validate.error -> out
+//
+// Parameters:
+//   checks            which checks, run in this order per candidate: syntax (tree-sitter: no
+//                     ERROR or MISSING node), compile (py_compile / cc -fsyntax-only), tests,
+//                     spec (the `proof` facet of constrain.z3; skipped without it). A check
+//                     after a failed one is skipped.
+//   sandbox           a sandbox.bwrap resource (optional: a private pool with the defaults)
+//   timeout_ms        wall-clock limit of each sandboxed check (0: the sandbox's wall_ms)
+//   tests_visibility  visible: the task's visible tests (`tests`, or the prompt's `>>>`
+//                     examples); oracle: its hidden tests (`hidden_tests`, `test`,
+//                     `test_list`), and results say so (status oracle_tests_*, verdicts'
+//                     tests_visibility: oracle)
+//   language          force a language (default: the task's `language`, its `path`'s
+//                     extension, else python)
+//   max_candidates    check at most this many candidates per item (0: all)
+//   workers           threads of the private pool when `sandbox` is not given
+// Candidates: see candidate.h. The first candidate that passes every check wins; when none
+// does, the feedback is that of the candidate that got furthest.
+//
+// Ports: pass (every check passed or was skipped), fail (failure port: a syntax error, a
+// compiler error, a failing or timed-out test, a refuted spec; the feedback attached is the
+// trimmed message a retry needs), error (failure port: the infrastructure failed, the task is
+// malformed, or the item has no candidate).
+// Provides: `verdicts` (VerdictsFacet). Status: tests_passed | compiled | syntax_ok |
+// verified | checked (pass), syntax_error | compile_error | tests_failed | tests_timeout |
+// spec_refuted (fail), validation_error (error); oracle runs prefix tests_* with oracle_.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/stage.h"
+#include "stages/validation/sandbox_pool.h"
+#include "stages/validation/verdict.h"
+
+namespace vsynth::stages::validation {
+
+struct ValidateSettings {
+  std::vector<Check> checks = {Check::Syntax, Check::Compile, Check::Tests};
+  int64_t timeout_ms = 0;
+  bool oracle = false;
+  std::string language;
+  int64_t max_candidates = 0;
+};
+
+struct ValidatePorts {
+  graph::Port pass = 0, fail = 1, error = 2;
+};
+
+// The work for one item, on the calling thread: adds the `verdicts` facet, sets the status
+// and feedback, and returns the port. Never throws for what a candidate does; throws
+// ValidationError for a malformed task.
+graph::Port validate_item(graph::Item& item, const Checker& checker, const ValidateSettings& s,
+                          const ValidatePorts& ports, const std::string& stage_name);
+
+class ValidateStage : public graph::AsyncStage {
+ public:
+  ValidateStage(std::shared_ptr<SandboxPool> pool, ValidateSettings settings, ValidatePorts ports,
+                std::string name);
+  void submit(graph::ItemPtr item, graph::Completion done) override;
+
+ private:
+  struct Shared {
+    std::shared_ptr<SandboxPool> pool;
+    ValidateSettings settings;
+    ValidatePorts ports;
+    std::string name;
+  };
+  std::shared_ptr<const Shared> shared_;  // what queued jobs hold (they may outlive this)
+};
+
+graph::Contract validate_contract();
+std::unique_ptr<graph::StageBase> make_validate_stage(const graph::StageContext& ctx);
+
+}  // namespace vsynth::stages::validation

@@ -9,6 +9,42 @@ namespace {
 double round_to(double v, double step) {
   return std::round(v / step) * step;
 }
+
+// JSON strings must be valid UTF-8, but a candidate can end inside a character (the budget ran
+// out between byte tokens) or hold invalid bytes: each invalid byte becomes U+FFFD.
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80           ? 1
+                          : (c >> 5) == 0x6  ? 2
+                          : (c >> 4) == 0xE  ? 3
+                          : (c >> 3) == 0x1E ? 4
+                                             : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (std::size_t k = 1; ok && k < n; ++k) {
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    }
+    if (ok && n > 1) {  // no overlong forms, surrogates or code points past U+10FFFF
+      uint32_t cp = c & (0x7Fu >> n);
+      for (std::size_t k = 1; k < n; ++k) {
+        cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
+      }
+      ok = !((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+             (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF);
+    }
+    if (ok) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
 }  // namespace
 
 const Candidate* CandidatesFacet::best() const {
@@ -31,16 +67,16 @@ nlohmann::json CandidatesFacet::to_json() const {
   j["attempt"] = attempt;
   j["prompt_tokens"] = prompt_tokens;
   j["prefill_ms"] = round_to(prefill_ms, 0.01);
-  if (record_prompt) j["prompt"] = std::string(prompt);
+  if (record_prompt) j["prompt"] = valid_utf8(prompt);
   j["candidates"] = nlohmann::json::array();
   for (const Candidate& c : candidates) {
     nlohmann::json k;
-    k["code"] = std::string(c.code);
-    k["text"] = std::string(c.text);
-    if (c.completion != c.text) k["completion"] = std::string(c.completion);
+    k["code"] = valid_utf8(c.code);
+    k["text"] = valid_utf8(c.text);
+    if (c.completion != c.text) k["completion"] = valid_utf8(c.completion);
     k["tokens"] = c.tokens;
     k["finish"] = c.finish;
-    if (!c.finish_detail.empty()) k["finish_detail"] = c.finish_detail;
+    if (!c.finish_detail.empty()) k["finish_detail"] = valid_utf8(c.finish_detail);
     k["logprob_sum"] = round_to(c.logprob_sum, 1e-4);
     k["decode_ms"] = round_to(c.decode_ms, 0.01);
     k["tokens_per_s"] = round_to(c.tokens_per_s, 0.1);

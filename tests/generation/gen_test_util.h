@@ -111,7 +111,7 @@ class FakeSequence : public kernels::Sequence {
 // A tiny llama-architecture GGUF with random F32 weights and `vocab` as its tokenizer:
 // d_model 32, 2 layers, 4 heads of 8 (2 KV heads), FFN 64. Deterministic for a seed.
 inline void write_tiny_model(const std::filesystem::path& path, const kernels::Vocab& vocab,
-                             uint32_t seed = 1, int32_t context = 512) {
+                             uint32_t seed = 1, int32_t context = 2048) {
   using kernels::GgufWriter;
   const uint64_t d = 32, ffn = 64, n_layers = 2, heads = 4, kv_heads = 2, hd = 8;
   const uint64_t n_vocab = vocab.tokens.size();

@@ -1,0 +1,358 @@
+// generate.llm and model.gguf through a real Pipeline on a tiny random llama GGUF written by the
+// GGUF writer: candidates land in the record, runs are reproducible, the retry prompt carries
+// feedback and a higher temperature, completion tasks get prefix + completion as their code,
+// hooks act inside the loop, and bad models or tasks fail with clear messages.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "graph/pipeline.h"
+#include "stages/generation/generate_stage.h"
+#include "stages/generation/hook.h"
+#include "stages/generation/model_resource.h"
+#include "tests/generation/gen_test_util.h"
+#include "tests/graph/test_kinds.h"
+
+namespace fs = std::filesystem;
+namespace graph = vsynth::graph;
+namespace gen = vsynth::stages::generation;
+using vsynth::kernels::TokenId;
+
+namespace {
+
+const std::vector<std::string> kPieces{"def",
+                                       "\xE2\x96\x81",
+                                       "\xE2\x96\x81return",
+                                       "(",
+                                       ")",
+                                       ":",
+                                       "\n",
+                                       "a",
+                                       "b",
+                                       "+",
+                                       "x",
+                                       "y",
+                                       "=",
+                                       "1",
+                                       "2",
+                                       "```",
+                                       "python"};
+
+// The tiny model, written once per test process.
+const fs::path& tiny_model() {
+  static const fs::path path = [] {
+    fs::path dir = fs::path(VSYNTH_BINARY_DIR) / "generation_test";
+    fs::create_directories(dir);
+    fs::path p = dir / "tiny_llama.gguf";
+    vsynth::gentest::write_tiny_model(
+        p, vsynth::gentest::spm_vocab(kPieces, {"<start_of_turn>", "<end_of_turn>"}));
+    return p;
+  }();
+  return path;
+}
+
+class TaskSource : public graph::Source {
+ public:
+  explicit TaskSource(std::vector<nlohmann::json> tasks) {
+    for (auto& t : tasks) tasks_.push_back({t["task_id"].get<std::string>(), t});
+  }
+  std::optional<graph::Task> next() override {
+    if (i_ >= tasks_.size()) return std::nullopt;
+    return tasks_[i_++];
+  }
+  std::optional<std::size_t> total() const override { return tasks_.size(); }
+
+ private:
+  std::vector<graph::Task> tasks_;
+  std::size_t i_ = 0;
+};
+
+nlohmann::json humaneval_task(int i) {
+  return {{"task_id", "he/" + std::to_string(i)},
+          {"prompt", "def add" + std::to_string(i) + "(a, b):\n    \"\"\"Add.\"\"\"\n"},
+          {"entry_point", "add" + std::to_string(i)}};
+}
+
+std::string model_yaml(const std::string& extra_resources = "") {
+  return "resources:\n  m: { use: model.gguf, with: { path: \"" + tiny_model().string() +
+         "\", threads: 1, context_length: 1024 } }\n" + extra_resources;
+}
+
+struct Run {
+  graph::RunResult result;
+  std::vector<nlohmann::json> records;  // in id order
+};
+
+Run run(const std::string& yaml, std::vector<nlohmann::json> tasks, const graph::Registry& reg) {
+  graph::Pipeline p(vsynth::test::load_text(yaml, reg), reg);
+  TaskSource src(std::move(tasks));
+  vsynth::test::VectorSink sink;
+  graph::RunControl control;
+  Run r;
+  r.result = p.run(src, sink, control);
+  r.records = sink.records;
+  std::sort(r.records.begin(), r.records.end(),
+            [](const auto& a, const auto& b) { return a["id"] < b["id"]; });
+  return r;
+}
+
+// hook.allow_pieces: a test hook that allows only the listed pieces (plus EOG) and rolls back
+// once, at generated position 3, banning what it had accepted at position 1.
+class AllowHook : public vsynth::kernels::MaskHook {
+ public:
+  explicit AllowHook(std::vector<TokenId> allowed) : allowed_(std::move(allowed)) {}
+  void before_sample(const vsynth::kernels::DecodeView&,
+                     vsynth::kernels::TokenMask& mask) override {
+    mask.allow_only(allowed_);
+  }
+  vsynth::kernels::HookVerdict after_sample(const vsynth::kernels::DecodeView& v, TokenId,
+                                            std::string_view) override {
+    if (v.generated.size() == 3 && !rolled_) {
+      rolled_ = true;
+      return vsynth::kernels::HookVerdict::rollback(1, v.generated[1], "test rollback");
+    }
+    return vsynth::kernels::HookVerdict::accept();
+  }
+
+ private:
+  std::vector<TokenId> allowed_;
+  bool rolled_ = false;
+};
+
+class AllowHookResource : public gen::DecodingHook {
+ public:
+  std::unique_ptr<vsynth::kernels::MaskHook> make(graph::Item&,
+                                                  const gen::HookContext& ctx) override {
+    std::vector<TokenId> ids;
+    for (const char* p : {"a", "b", "+", "\xE2\x96\x81"}) ids.push_back(*ctx.tokenizer.find(p));
+    ++made;
+    return std::make_unique<AllowHook>(ids);
+  }
+  std::atomic<int> made{0};
+};
+
+graph::Registry registry_with_hook() {
+  graph::Registry reg = vsynth::test::full_registry();
+  reg.add_resource(
+      {"hook.allow_pieces", "hook", "test: allow a few pieces", {}},
+      [](const graph::ResourceContext&) { return std::make_shared<AllowHookResource>(); });
+  return reg;
+}
+
+}  // namespace
+
+TEST_CASE("generate.llm writes n candidates per item into the record", "[generation][stage]") {
+  const auto reg = vsynth::test::full_registry();
+  const std::string yaml = model_yaml() + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 8, n_candidates: 3,
+                                    temperature: 1.0, top_k: 0, min_p: 0.0, seed: 5 } }
+edges: [ gen -> out ]
+)";
+  std::vector<nlohmann::json> tasks;
+  for (int i = 0; i < 4; ++i) tasks.push_back(humaneval_task(i));
+  const Run a = run(yaml, tasks, reg);
+  REQUIRE(a.result.written == 4);
+  CHECK(a.result.errors == 0);
+  std::set<std::string> texts;
+  for (const auto& rec : a.records) {
+    INFO(rec.dump(2));
+    CHECK(rec["passed"] == true);
+    const auto& c = rec["facets"]["candidates"];
+    CHECK(c["mode"] == "instruct");
+    CHECK(c["format"] == "gemma");  // the vocabulary has <start_of_turn>
+    CHECK(c["attempt"] == 1);
+    CHECK(c["prompt_tokens"].get<int>() > 20);
+    REQUIRE(c["candidates"].size() == 3);
+    std::set<uint64_t> seeds;
+    for (const auto& k : c["candidates"]) {
+      CHECK(k["tokens"].get<int>() <= 8);
+      CHECK(std::set<std::string>{"length", "eog"}.count(k["finish"].get<std::string>()) == 1);
+      CHECK(k["logprob_sum"].get<double>() <= 0.0);
+      CHECK(k["temperature"] == Approx(1.0));
+      seeds.insert(k["seed"].get<uint64_t>());
+      texts.insert(k["text"].get<std::string>());
+      // No fence and an answer without `def addN`: the code is the prompt plus the answer.
+      CHECK(k["code"].get<std::string>().starts_with(
+          tasks[0]["prompt"].get<std::string>().substr(0, 7)));
+    }
+    CHECK(seeds.size() == 3);
+  }
+  CHECK(texts.size() > 4);  // independent seeds give different samples
+
+  const Run b = run(yaml, tasks, reg);  // same seeds: the same records
+  REQUIRE(b.records.size() == a.records.size());
+  for (std::size_t i = 0; i < a.records.size(); ++i) {
+    auto ca = a.records[i]["facets"]["candidates"]["candidates"];
+    auto cb = b.records[i]["facets"]["candidates"]["candidates"];
+    for (std::size_t k = 0; k < ca.size(); ++k) {
+      CHECK(ca[k]["text"] == cb[k]["text"]);
+      CHECK(ca[k]["logprob_sum"] == cb[k]["logprob_sum"]);
+    }
+  }
+}
+
+TEST_CASE("a retry prompt carries the feedback and a higher temperature", "[generation][stage]") {
+  const auto reg = vsynth::test::full_registry();
+  const Run r = run(model_yaml() + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 4, record_prompt: true,
+                                    temperature: 0.2, retry_temperature_step: 0.3 } }
+  check: { use: test.check, with: { pass_on: 3 } }
+edges:
+  - gen -> check
+  - check.pass -> out
+  - { from: check.retry, to: gen, back_edge: true, max_attempts: 5 }
+)",
+                    {humaneval_task(1)}, reg);
+  REQUIRE(r.records.size() == 1);
+  const auto& rec = r.records[0];
+  INFO(rec.dump(2));
+  CHECK(rec["attempts"] == 3);
+  const auto& c = rec["facets"]["candidates"];
+  CHECK(c["attempt"] == 3);
+  const std::string prompt = c["prompt"];
+  CHECK(prompt.find("attempt 1 failed") != std::string::npos);
+  CHECK(prompt.find("attempt 2 failed") != std::string::npos);
+  CHECK(prompt.find("A previous answer was wrong") != std::string::npos);
+  CHECK(prompt.find("<start_of_turn>user\n") != std::string::npos);
+  CHECK(prompt.ends_with("<start_of_turn>model\n"));
+  CHECK(c["candidates"][0]["temperature"] == Approx(0.8));
+}
+
+TEST_CASE("completion tasks continue the prefix; the code is prefix + completion + suffix",
+          "[generation][stage]") {
+  const auto reg = vsynth::test::full_registry();
+  const Run r = run(model_yaml() + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 6, stop: ["\n\n"] } }
+edges: [ gen -> out ]
+)",
+                    {{{"task_id", "c1"}, {"prefix", "def f(x):\n    return "}, {"suffix", "\n"}},
+                     {{"task_id", "c2"}, {"prompt", "x = 1\n"}, {"language", "python"}}},
+                    reg);
+  REQUIRE(r.records.size() == 1 + 1);
+  const auto& c1 = r.records[0]["facets"]["candidates"];
+  INFO(r.records[0].dump(2));
+  CHECK(c1["mode"] == "complete");
+  CHECK(c1["format"] == "prefix");  // no FIM tokens in this vocabulary
+  const auto& k = c1["candidates"][0];
+  CHECK(k["code"] == "def f(x):\n    return " + k["text"].get<std::string>() + "\n");
+  CHECK(k["text"].get<std::string>().find("\n\n") == std::string::npos);
+  // A task with only /prompt is an instruct task under mode auto.
+  CHECK(r.records[1]["facets"]["candidates"]["mode"] == "instruct");
+}
+
+TEST_CASE("decoding hooks named in `hooks` run inside the loop", "[generation][stage][hook]") {
+  const auto reg = registry_with_hook();
+  const Run r = run(model_yaml("  only: { use: hook.allow_pieces }\n") + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, hooks: [only], max_new_tokens: 6,
+                                    n_candidates: 2, temperature: 1.0 } }
+edges: [ gen -> out ]
+)",
+                    {humaneval_task(7), humaneval_task(8)}, reg);
+  REQUIRE(r.records.size() == 2);
+  for (const auto& rec : r.records) {
+    INFO(rec.dump(2));
+    for (const auto& k : rec["facets"]["candidates"]["candidates"]) {
+      const std::string text = k["text"];
+      CHECK(text.find_first_not_of("ab+ ") == std::string::npos);
+      CHECK(k["tokens"] == 6);
+      CHECK(k["rollbacks"] == 1);
+    }
+  }
+}
+
+TEST_CASE("async: many items, several workers, every one completed", "[generation][stage]") {
+  const auto reg = vsynth::test::full_registry();
+  std::vector<nlohmann::json> tasks;
+  for (int i = 0; i < 12; ++i) tasks.push_back(humaneval_task(i));
+  const Run r = run(model_yaml() + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 3, workers: 3 } }
+edges: [ gen -> out ]
+)",
+                    tasks, reg);
+  CHECK(r.result.written == 12);
+  CHECK(r.result.passed == 12);
+  const auto* kind = reg.find_stage("generate.llm");
+  REQUIRE(kind);
+  CHECK(kind->contract.execution == graph::Execution::Async);
+}
+
+TEST_CASE("tasks without anything to prompt with fail with the fields named",
+          "[generation][stage]") {
+  const auto reg = vsynth::test::full_registry();
+  const Run r = run(model_yaml() + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 3, mode: complete } }
+edges: [ gen -> out ]
+)",
+                    {{{"task_id", "empty"}, {"instruction", "write code"}}}, reg);
+  REQUIRE(r.records.size() == 1);
+  CHECK(r.records[0]["passed"] == false);
+  const std::string err = r.records[0]["error"];
+  CHECK(err.find("/prefix") != std::string::npos);
+  CHECK(err.find("empty") != std::string::npos);
+}
+
+TEST_CASE("model.gguf: bad paths, devices and budgets are clear errors", "[generation][model]") {
+  const auto reg = vsynth::test::full_registry();
+  auto build_error = [&](const std::string& yaml) -> std::string {
+    try {
+      graph::Pipeline p(vsynth::test::load_text(yaml, reg), reg);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK_THAT(build_error(R"(
+resources: { m: { use: model.gguf, with: { path: /nonexistent/model.gguf } } }
+stages: { gen: { use: generate.llm, with: { model: m } } }
+edges: [ gen -> out ]
+)"),
+             Catch::Contains("/nonexistent/model.gguf"));
+  CHECK_THAT(build_error("resources: { m: { use: model.gguf, with: { path: \"" +
+                         tiny_model().string() + "\", device: cuda } } }\n" + R"(
+stages: { gen: { use: generate.llm, with: { model: m } } }
+edges: [ gen -> out ]
+)"),
+             Catch::Contains("cuda"));
+  CHECK_THAT(build_error(model_yaml() + R"(
+stages: { gen: { use: generate.llm, with: { model: m, max_new_tokens: 1100 } } }
+edges: [ gen -> out ]
+)"),
+             Catch::Contains("context_length 1024"));
+  // A file that is not a model.
+  const fs::path junk = tiny_model().parent_path() / "junk.gguf";
+  { std::ofstream(junk) << "not a gguf file"; }
+  CHECK_THAT(build_error("resources: { m: { use: model.gguf, with: { path: \"" + junk.string() +
+                         "\" } } }\nstages: { gen: { use: generate.llm, with: { model: m } } }\n"
+                         "edges: [ gen -> out ]\n"),
+             Catch::Contains("junk.gguf"));
+}
+
+TEST_CASE("the model path falls back to $VSYNTH_MODEL, then the default file",
+          "[generation][model]") {
+  ::setenv("VSYNTH_MODEL", tiny_model().c_str(), 1);
+  CHECK(gen::resolve_model_path("") == tiny_model());
+  ::setenv("VSYNTH_MODEL", "/nowhere/m.gguf", 1);
+  CHECK_THROWS_WITH(gen::resolve_model_path(""), Catch::Contains("$VSYNTH_MODEL"));
+  ::unsetenv("VSYNTH_MODEL");
+  CHECK(gen::resolve_model_path(tiny_model().string()) == tiny_model());
+  const fs::path here = fs::current_path();
+  fs::current_path(tiny_model().parent_path());  // no models/ here
+  try {
+    const fs::path p = gen::resolve_model_path("");
+    // The source tree's default model, when scripts/setup-model.sh fetched it.
+    CHECK(p.string().find(gen::kDefaultModelFile) != std::string::npos);
+  } catch (const std::runtime_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains(gen::kDefaultModelFile));
+    CHECK_THAT(e.what(), Catch::Contains("setup-model.sh"));
+  }
+  fs::current_path(here);
+}

@@ -1,6 +1,7 @@
 #include "stages/register_all.h"
 
 #include "stages/ast/register.h"
+#include "stages/context/register.h"
 #include "stages/core/register.h"
 #include "stages/generation/register.h"
 #include "stages/io/register.h"
@@ -10,6 +11,7 @@ namespace vsynth::stages {
 
 void register_all(graph::Registry& registry) {
   ast::register_stages(registry);
+  context::register_stages(registry);
   core::register_stages(registry);
   generation::register_stages(registry);
   io::register_stages(registry);

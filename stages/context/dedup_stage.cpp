@@ -1,0 +1,39 @@
+#include "stages/context/dedup_stage.h"
+
+#include "stages/context/candidates.h"
+
+namespace vsynth::stages::context {
+
+DedupStage::DedupStage(const graph::StageContext& ctx)
+    : options_{ctx.params.number("threshold"),
+               static_cast<uint32_t>(ctx.params.integer("shingle_size")),
+               static_cast<uint32_t>(ctx.params.integer("min_tokens"))},
+      ok_(ctx.port("ok")) {}
+
+graph::Port DedupStage::process(graph::Item& item) {
+  remove_duplicates(ensure_candidates(item), options_);
+  return ok_;
+}
+
+graph::Contract dedup_contract() {
+  graph::Contract c;
+  c.kind = "context.dedup";
+  c.summary =
+      "Removes near-duplicate candidate units (Jaccard of AST-normalised token shingles, "
+      "call receivers stripped)";
+  c.concurrency = graph::Concurrency::unlimited();
+  c.requires_facets = {"anchor"};
+  c.provides_facets = {"candidates"};
+  c.ports = {{"ok", "duplicates marked removed", false}};
+  c.params = {
+      graph::P::number("threshold", 0.85, 0.01, 1.0,
+                       "Jaccard similarity of shingle sets at or above which two units are "
+                       "duplicates"),
+      graph::P::integer("shingle_size", 4, 1, 32, "tokens per shingle"),
+      graph::P::integer("min_tokens", 12, 1, 100000,
+                        "units with fewer normalised tokens are never called duplicates"),
+  };
+  return c;
+}
+
+}  // namespace vsynth::stages::context

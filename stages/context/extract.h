@@ -1,0 +1,52 @@
+// Block structure of one parsed file: its units (see unit.h) in row order, containers before
+// their members, each with its three forms.
+//
+// What becomes a unit, for every language in stages/ast's tables: the definitions its
+// Language rules name (functions, classes, namespaces, imports), wrapped or not (Python
+// decorators, `export`, C++ `template <...>`, `typedef struct {...} t;`, Go `type X struct`),
+// top-level declarations (globals, C prototypes and macros, type aliases), class members
+// (fields, methods, constructors), preprocessor conditionals and `extern "C"` blocks (as
+// containers), and any other top-level statement. Comments, Rust attributes and C++ access
+// labels directly above a unit (no blank row between) belong to it. Two nodes sharing a row
+// are one unit (rows never split). A class whose first member sits on its header row, or whose
+// closing brace sits on its last member's row, is one atomic unit rather than a container.
+//
+// Texts: views into file.source() (full forms, closing rows, names) and strings stored in
+// `arena` (signature and name forms); the result is valid while both live and the file is not
+// edited.
+#pragma once
+
+#include <tree_sitter/api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/arena.h"
+#include "stages/ast/parsed_file.h"
+#include "stages/context/unit.h"
+
+namespace vsynth::stages::context {
+
+struct ExtractOptions {
+  bool doc_line = true;  // signature forms carry the first line of the doc comment / docstring
+};
+
+std::vector<Unit> extract_units(const ast::ParsedFile& file, uint32_t file_index,
+                                graph::Arena& arena, const ExtractOptions& options = {});
+
+// Turns unit `index` (a function or statement that has a block body) into a container whose
+// members are the statements of that body, appended to `units` with parent = index. Returns
+// false, changing nothing, when the unit has no body with members on rows of their own.
+bool split_unit(const ast::ParsedFile& file, std::vector<Unit>& units, uint32_t index,
+                graph::Arena& arena, const ExtractOptions& options = {});
+
+// The syntactic node a unit was made from (its node_start..node_end range).
+TSNode unit_node(const ast::ParsedFile& file, const Unit& unit);
+
+// Rows [first, last] of `source` as one view ending in '\n' (or at the end of the source).
+std::string_view rows_text(const ast::ParsedFile& file, uint32_t first, uint32_t last);
+
+// The last row a node covers: a node ending at column 0 ended with the row above.
+uint32_t last_row_of(TSNode node);
+
+}  // namespace vsynth::stages::context

@@ -1,0 +1,133 @@
+#include "stages/context/normalize.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "stages/context/ts_util.h"
+
+namespace vsynth::stages::context {
+
+namespace {
+
+constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+uint64_t fnv(std::string_view s) {
+  uint64_t h = kFnvOffset;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= kFnvPrime;
+  }
+  return h;
+}
+
+bool is_string_literal(std::string_view t) {
+  return t.find("string") != std::string_view::npos || t == "char_literal" ||
+         t == "character_literal" || t == "template_string";
+}
+
+bool is_number_literal(std::string_view t) {
+  return t.find("number") != std::string_view::npos ||
+         t.find("integer") != std::string_view::npos || t.find("float") != std::string_view::npos ||
+         t == "int_literal" || t.find("decimal") != std::string_view::npos ||
+         t == "imaginary_literal";
+}
+
+bool is_call(std::string_view t) {
+  return t == "call" || t == "call_expression" || t == "method_invocation";
+}
+
+// The bytes of a call's receiver and accessor (`obj.` in obj.m(...), `p->` in p->m(...)):
+// from the callee's object to its member name. {0, 0} when the call has no receiver.
+std::pair<uint32_t, uint32_t> receiver_of(TSNode call) {
+  const bool java = type_of(call) == "method_invocation";
+  const TSNode callee = java ? call : field(call, "function");
+  if (ts_node_is_null(callee)) return {0, 0};
+  const std::string_view t = type_of(callee);
+  if (!java && t != "attribute" && t != "member_expression" && t != "field_expression" &&
+      t != "selector_expression") {
+    return {0, 0};
+  }
+  TSNode object{}, member{};
+  for (const char* f : {"object", "argument", "value", "operand"}) {
+    if (ts_node_is_null(object)) object = field(callee, f);
+  }
+  for (const char* f : {"attribute", "property", "field", "name"}) {
+    if (ts_node_is_null(member)) member = field(callee, f);
+  }
+  if (ts_node_is_null(object) || ts_node_is_null(member)) return {0, 0};
+  return {ts_node_start_byte(object), ts_node_start_byte(member)};
+}
+
+}  // namespace
+
+std::vector<uint64_t> normalized_tokens(const ast::ParsedFile& file, TSNode node) {
+  std::vector<uint64_t> out;
+  // Byte ranges of receivers to leave out, innermost last.
+  std::vector<std::pair<uint32_t, uint32_t>> skip;
+  walk(node, [&](TSNode n) {
+    const uint32_t s = ts_node_start_byte(n);
+    while (!skip.empty() && skip.back().second <= s) skip.pop_back();
+    if (!skip.empty() && s >= skip.back().first) return false;
+    const std::string_view t = type_of(n);
+    if (is_comment(n)) return false;
+    if (is_call(t)) {
+      const auto r = receiver_of(n);
+      if (r.second > r.first) skip.push_back(r);
+      return true;
+    }
+    if (is_string_literal(t)) {
+      out.push_back(fnv("S"));
+      return false;
+    }
+    if (is_number_literal(t)) {
+      out.push_back(fnv("N"));
+      return false;
+    }
+    if (ts_node_child_count(n) == 0) {
+      const std::string_view text = file.text(n);
+      if (!trim(text).empty()) out.push_back(fnv(text));
+      return false;
+    }
+    return true;
+  });
+  return out;
+}
+
+std::vector<uint64_t> shingles(const std::vector<uint64_t>& tokens, uint32_t k) {
+  std::vector<uint64_t> out;
+  if (tokens.empty() || k == 0) return out;
+  const std::size_t n = tokens.size() < k ? 1 : tokens.size() - k + 1;
+  const std::size_t width = std::min<std::size_t>(k, tokens.size());
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    uint64_t h = kFnvOffset;
+    for (std::size_t j = 0; j < width; ++j) {
+      h ^= tokens[i + j] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      h *= kFnvPrime;
+    }
+    out.push_back(h);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+double jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  if (a.empty() && b.empty()) return 0;
+  std::size_t i = 0, j = 0, both = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] == b[j]) {
+      ++both;
+      ++i;
+      ++j;
+    } else if (a[i] < b[j]) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return static_cast<double>(both) / static_cast<double>(a.size() + b.size() - both);
+}
+
+}  // namespace vsynth::stages::context

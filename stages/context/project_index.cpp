@@ -1,0 +1,167 @@
+#include "stages/context/project_index.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "stages/ast/language.h"
+#include "stages/context/extract.h"
+#include "stages/context/references.h"
+
+namespace vsynth::stages::context {
+
+namespace {
+
+std::string_view simple(std::string_view name) {
+  const std::size_t p = name.find_last_of(":.");
+  return p == std::string_view::npos ? name : name.substr(p + 1);
+}
+
+std::string stem_of(std::string_view path) {
+  std::size_t slash = path.find_last_of('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  const std::size_t dot = base.find('.');
+  return std::string(dot == std::string_view::npos ? base : base.substr(0, dot));
+}
+
+bool mentions_word(std::string_view text, std::string_view word) {
+  if (word.empty()) return false;
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t p = text.find(word); p != std::string_view::npos; p = text.find(word, p + 1)) {
+    const bool left = p == 0 || !is_word(text[p - 1]);
+    const bool right = p + word.size() >= text.size() || !is_word(text[p + word.size()]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+uint32_t visible_rows(const ast::ParsedFile& file) {
+  const uint32_t rows = file.row_count();
+  return rows > 1 && file.row_length(rows - 1) == 0 ? rows - 1 : rows;
+}
+
+}  // namespace
+
+bool is_definition(UnitKind kind) {
+  switch (kind) {
+    case UnitKind::Function:
+    case UnitKind::Method:
+    case UnitKind::Constructor:
+    case UnitKind::Class:
+    case UnitKind::Global:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const ProjectIndex::File* ProjectIndex::find(std::string_view path) const {
+  auto it = files_.find(std::string(path));
+  return it == files_.end() ? nullptr : it->second.get();
+}
+
+bool ProjectIndex::update(const std::string& path, std::string_view source) {
+  auto it = files_.find(path);
+  if (it != files_.end()) {
+    File& f = *it->second;
+    const std::string_view old = f.parsed->source();
+    if (old == source) return false;
+    // The edit: what lies between the common prefix and the common suffix.
+    const std::size_t limit = std::min(old.size(), source.size());
+    std::size_t prefix = 0;
+    while (prefix < limit && old[prefix] == source[prefix]) ++prefix;
+    std::size_t suffix = 0;
+    while (suffix < limit - prefix &&
+           old[old.size() - 1 - suffix] == source[source.size() - 1 - suffix]) {
+      ++suffix;
+    }
+    unindex(f);
+    f.parsed->apply_edit(static_cast<uint32_t>(prefix), static_cast<uint32_t>(old.size() - suffix),
+                         source.substr(prefix, source.size() - suffix - prefix));
+    ++reparses_;
+    index(f);
+    return true;
+  }
+  const ast::Language* lang = ast::Language::find_for_path(path);
+  if (!lang) return false;
+  auto f = std::make_unique<File>();
+  f->path = path;
+  f->stem = stem_of(path);
+  f->parsed = std::make_unique<ast::ParsedFile>(path, *lang, std::string(source));
+  ++parses_;
+  File& ref = *f;
+  files_[path] = std::move(f);
+  index(ref);
+  return true;
+}
+
+void ProjectIndex::remove(const std::string& path) {
+  auto it = files_.find(path);
+  if (it == files_.end()) return;
+  unindex(*it->second);
+  files_.erase(it);
+}
+
+void ProjectIndex::unindex(File& f) {
+  for (const Unit& u : f.units) {
+    if (!is_definition(u.kind) || u.name.empty()) continue;
+    auto it = names_.find(std::string(simple(u.name)));
+    if (it == names_.end()) continue;
+    auto& refs = it->second;
+    refs.erase(std::remove_if(refs.begin(), refs.end(), [&](const Ref& r) { return r.file == &f; }),
+               refs.end());
+    if (refs.empty()) names_.erase(it);
+  }
+  f.units.clear();
+}
+
+void ProjectIndex::index(File& f) {
+  f.arena = std::make_unique<graph::Arena>();
+  f.units = extract_units(*f.parsed, 0, *f.arena);
+  f.rows = visible_rows(*f.parsed);
+  f.imports.clear();
+  for (uint32_t i = 0; i < f.units.size(); ++i) {
+    const Unit& u = f.units[i];
+    if (u.kind == UnitKind::Import) {
+      f.imports += u.full;
+      continue;
+    }
+    if (!is_definition(u.kind) || u.name.empty()) continue;
+    auto& refs = names_[std::string(simple(u.name))];
+    // One entry per name per file: a C prototype and its definition are one, and the
+    // definition (which has a body, hence a signature form) wins.
+    auto mine = std::find_if(refs.begin(), refs.end(), [&](const Ref& r) { return r.file == &f; });
+    if (mine == refs.end()) {
+      refs.push_back(Ref{&f, i});
+    } else if (f.units[mine->unit].signature.empty() && !u.signature.empty()) {
+      mine->unit = i;
+    }
+  }
+}
+
+std::vector<ProjectIndex::Ref> ProjectIndex::resolve(std::string_view name, const File* from,
+                                                     uint32_t max_ambiguity) const {
+  std::vector<Ref> out;
+  auto it = names_.find(std::string(name));
+  if (it == names_.end()) return out;
+  const std::vector<Ref>& all = it->second;
+  for (const Ref& r : all) {
+    if (r.file == from) out.push_back(r);
+  }
+  if (!out.empty()) return out;
+  if (from) {
+    for (const Ref& r : all) {
+      if (mentions_word(from->imports, r.file->stem)) out.push_back(r);
+    }
+    if (!out.empty()) return out;
+  }
+  if (all.size() <= max_ambiguity) out = all;
+  return out;
+}
+
+std::vector<std::string_view> ProjectIndex::names_used_by(const File& file, uint32_t unit) const {
+  const Unit& u = file.units[unit];
+  if (u.container) return {};  // a class's members are units of their own
+  return names_in(*file.parsed, unit_node(*file.parsed, u));
+}
+
+}  // namespace vsynth::stages::context

@@ -1,0 +1,76 @@
+// A project's files, parsed into units and indexed by the names they define; the dependency
+// graph context.deps walks. Edges are resolved on demand from the names a definition uses
+// (calls, attribute accesses, type uses, imported names alike), which is what keeps an update
+// local to the file that changed.
+//
+// Updates are incremental: a file whose text is unchanged costs one comparison; a changed
+// file is re-parsed from its previous tree (the edit is the span between the common prefix
+// and suffix of the old and new texts, so a one-line change re-parses a few subtrees) and its
+// units re-extracted; only its own entries in the name index change.
+//
+// Name resolution, from a file F: definitions of the name in F itself; else those in files F
+// imports (a file whose stem, "core" for src/click/core.py, appears as a word in F's import
+// statements); else, when the name is defined in at most `max_ambiguity` places in the
+// project, all of them; else none (a name like `get` defined 40 times says nothing).
+//
+// Not thread-safe: the caller locks (context.deps holds one lock per project).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/arena.h"
+#include "stages/ast/parsed_file.h"
+#include "stages/context/unit.h"
+
+namespace vsynth::stages::context {
+
+class ProjectIndex {
+ public:
+  struct File {
+    std::string path;
+    std::string stem;                         // file name without extension
+    std::unique_ptr<ast::ParsedFile> parsed;  // kept for incremental re-parses
+    std::unique_ptr<graph::Arena> arena;      // signature and name forms of `units`
+    std::vector<Unit> units;
+    std::string imports;  // text of its import units, for resolution
+    uint32_t rows = 0;
+  };
+  struct Ref {
+    const File* file = nullptr;
+    uint32_t unit = 0;
+  };
+
+  // Brings `path` to `source`; returns whether anything changed. A path whose extension no
+  // language claims is ignored (returns false).
+  bool update(const std::string& path, std::string_view source);
+  void remove(const std::string& path);
+
+  const File* find(std::string_view path) const;
+  std::size_t size() const { return files_.size(); }
+  uint64_t reparses() const { return reparses_; }  // incremental re-parses so far
+  uint64_t parses() const { return parses_; }      // full parses so far
+
+  // Definitions of `name` as seen from `from` (see above).
+  std::vector<Ref> resolve(std::string_view name, const File* from, uint32_t max_ambiguity) const;
+
+  // The distinct names a unit's code uses (identifiers, nearest-first order not kept).
+  std::vector<std::string_view> names_used_by(const File& file, uint32_t unit) const;
+
+ private:
+  void unindex(File& f);
+  void index(File& f);
+
+  std::unordered_map<std::string, std::unique_ptr<File>> files_;
+  std::unordered_map<std::string, std::vector<Ref>> names_;
+  uint64_t reparses_ = 0, parses_ = 0;
+};
+
+// Whether a unit kind is a definition other code can name (and the index keeps).
+bool is_definition(UnitKind kind);
+
+}  // namespace vsynth::stages::context

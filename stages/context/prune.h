@@ -1,0 +1,78 @@
+// Block-level pruning under a token budget: which units of the candidates to show, and in
+// which form, so that the context fits `budget` tokens and carries the most value.
+//
+// 1. Mandatory: the focus (the unit holding the cursor) in full, inside its containers. When
+//    that alone exceeds the budget the focus is opened (split_unit) into its statements, the
+//    one holding the cursor becomes the focus, and so on down; statements are shown whole or
+//    not at all, valued by their distance to the cursor.
+// 2. Every other unit with a reason gets a value per form (see unit_value), in priority order
+//    by default weights:
+//      class    fields / constructors / type definitions of the enclosing class   100
+//      ref      in-file definitions the focus names, 80 / (1 + rank / 8)
+//      edit     blocks overlapping the edit history, 60 x 0.7^recency
+//      dep      definitions one hop away in other files (context.deps) as ref; two hops 0.4x
+//      import   imports whose names the focus uses 20, others 2
+//      near     other units of the cursor's file, 8 / (1 + rows away / 20)
+//    (a unit with several reasons takes the largest plus a quarter of the next). Forms scale
+//    that: full 1, signature 0.7 (imports 1.05: the trimmed line says as much), name 0.15.
+// 3. A multiple-choice knapsack (knapsack.h) picks at most one form per unit within the
+//    budget left, each option charged its form, an elision marker and the containers and file
+//    header it may need (an upper bound, so the choice always fits); then the slack this
+//    leaves is filled greedily by exact cost (best value per token first), and the final text
+//    is counted once. Whatever the counter, the result is within the budget unless the
+//    mandatory statement alone exceeds it (`over_budget`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/arena.h"
+#include "stages/context/candidates.h"
+#include "stages/context/render.h"
+#include "stages/context/token_counter.h"
+
+namespace vsynth::stages::context {
+
+struct PruneWeights {
+  double class_member = 100;
+  double reference = 80;
+  double edit = 60;
+  double dependency = 70;
+  double import = 20;
+  double near = 8;
+};
+
+struct PruneOptions {
+  uint32_t budget_tokens = 1024;
+  PruneWeights weights;
+  bool split_focus = true;  // open a focus larger than the budget into its statements
+};
+
+struct Shown {
+  uint32_t unit = 0;
+  Form form = Form::Full;
+  uint32_t tokens = 0;  // of this form alone
+  double value = 0;     // 0 for containers shown only to hold their members
+  std::string reason;   // "focus", "path", "class", "ref#2", "edit#0", "dep1#3", "import", ...
+};
+
+struct PruneResult {
+  std::string text;
+  int64_t cursor_offset = -1;
+  uint32_t used_tokens = 0;  // counted on `text`
+  uint32_t markers = 0;
+  bool over_budget = false;
+  uint32_t considered = 0;   // units with a value
+  std::vector<Shown> shown;  // in candidate order
+};
+
+// The value of showing `unit` in `form` (0: no reason to show it).
+double unit_value(const Unit& unit, Form form, const PruneWeights& w);
+
+// Chooses and renders. May split the focus (appending units to `candidates`); `arena` holds
+// texts made then.
+PruneResult prune(CandidatesFacet& candidates, const TokenCounter& counter,
+                  const PruneOptions& options, graph::Arena& arena);
+
+}  // namespace vsynth::stages::context

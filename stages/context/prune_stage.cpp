@@ -1,0 +1,112 @@
+#include "stages/context/prune_stage.h"
+
+#include <fmt/format.h>
+
+#include "stages/context/candidates.h"
+#include "stages/context/context_facet.h"
+#include "stages/context/edits.h"
+#include "stages/context/error.h"
+#include "stages/context/stage_util.h"
+
+namespace vsynth::stages::context {
+
+namespace {
+
+std::shared_ptr<const TokenCounter> make_counter(const graph::StageContext& ctx) {
+  if (ctx.params.string("tokenizer") == "estimate") return estimate_counter();
+  const std::string& path = ctx.params.string("gguf_path");
+  if (path.empty()) {
+    throw ContextError(fmt::format(
+        "stage `{}` (context.prune): `tokenizer: gguf` needs `gguf_path`, the model file whose "
+        "tokenizer counts tokens (or use `tokenizer: estimate`)",
+        ctx.name));
+  }
+  return TokenizerCounter::from_gguf(path);
+}
+
+}  // namespace
+
+PruneStage::PruneStage(const graph::StageContext& ctx)
+    : counter_(make_counter(ctx)),
+      edits_field_(pointer_param(ctx, "edits_field").to_string()),
+      ok_(ctx.port("ok")) {
+  options_.budget_tokens = static_cast<uint32_t>(ctx.params.integer("budget_tokens"));
+  options_.split_focus = ctx.params.boolean("split_focus");
+  PruneWeights& w = options_.weights;
+  w.class_member = ctx.params.number("weight_class");
+  w.reference = ctx.params.number("weight_reference");
+  w.edit = ctx.params.number("weight_edit");
+  w.dependency = ctx.params.number("weight_dependency");
+  w.import = ctx.params.number("weight_import");
+  w.near = ctx.params.number("weight_near");
+}
+
+graph::Port PruneStage::process(graph::Item& item) {
+  CandidatesFacet& c = ensure_candidates(item);
+  mark_edits(c, read_edits(item, edits_field_));
+  PruneResult r = prune(c, *counter_, options_, item.arena());
+
+  ContextFacet& f = item.emplace<ContextFacet>();
+  f.set_text(item.arena().store(r.text), r.cursor_offset);
+  f.budget_tokens = options_.budget_tokens;
+  f.used_tokens = r.used_tokens;
+  f.tokenizer = counter_->describe();
+  f.over_budget = r.over_budget;
+  f.file_rows = c.files.empty() ? 0 : c.files[0].rows;
+  f.markers = r.markers;
+  for (const Shown& s : r.shown) {
+    const Unit& u = c.units[s.unit];
+    ContextFacet::Selected sel;
+    sel.kind = u.kind;
+    sel.name = std::string(u.name);
+    sel.form = s.form;
+    sel.tokens = s.tokens;
+    sel.value = s.value;
+    sel.reason = s.reason;
+    sel.path = c.files[u.file].path;
+    sel.first_line = u.first_row + 1;
+    sel.last_line = (u.container ? u.last_row : u.end_row) + 1;
+    if (u.file == 0 && s.form == Form::Full) f.shown_rows += u.last_row - u.first_row + 1;
+    f.units.push_back(std::move(sel));
+  }
+  return ok_;
+}
+
+graph::Contract prune_contract() {
+  graph::Contract c;
+  c.kind = "context.prune";
+  c.summary =
+      "Chooses whole code blocks (full, signature or name form) that fit a token budget by "
+      "priority (knapsack) and assembles the prompt context with elision markers";
+  c.concurrency = graph::Concurrency::unlimited();  // the counter is immutable and shared
+  c.requires_facets = {"anchor"};
+  c.provides_facets = {"context"};
+  c.ports = {{"ok", "context assembled", false}};
+  c.params = {
+      graph::P::integer("budget_tokens", 1024, 16, 1 << 20,
+                        "tokens the context may take (markers and file headers included)"),
+      graph::P::choice("tokenizer", "estimate", {"estimate", "gguf"},
+                       "how tokens are counted: a tokenizer-agnostic estimate, or the "
+                       "tokenizer of the GGUF file at gguf_path"),
+      graph::P::string("gguf_path", "", "model file whose tokenizer counts (tokenizer: gguf)"),
+      graph::P::string("edits_field", "/edits",
+                       "JSON pointer to the edit history [{path, start_line, end_line}], "
+                       "oldest first (optional)"),
+      graph::P::boolean("split_focus", true,
+                        "when the enclosing function alone exceeds the budget, show its "
+                        "statements nearest the cursor (each whole) instead"),
+      graph::P::number("weight_class", 100, 0, 1e6,
+                       "value of the enclosing class's fields, constructor and type"),
+      graph::P::number("weight_reference", 80, 0, 1e6,
+                       "value of an in-file definition the function names (nearest use)"),
+      graph::P::number("weight_edit", 60, 0, 1e6, "value of the most recently edited block"),
+      graph::P::number("weight_dependency", 70, 0, 1e6,
+                       "value of a definition one hop away in another file (two hops: 0.4x)"),
+      graph::P::number("weight_import", 20, 0, 1e6, "value of an import whose names are used"),
+      graph::P::number("weight_near", 8, 0, 1e6,
+                       "value of any other unit of the file, falling with distance"),
+  };
+  return c;
+}
+
+}  // namespace vsynth::stages::context

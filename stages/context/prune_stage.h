@@ -1,0 +1,41 @@
+// context.prune: fills a token budget with the code that matters around the cursor
+// (prune.h) and writes the `context` facet (context_facet.h) a generation stage puts in its
+// prompt.
+//
+//   stages:
+//     prune: { use: context.prune, with: { budget_tokens: 1024, tokenizer: estimate } }
+//     # exact counts with a model's own tokenizer:
+//     prune: { use: context.prune, with: { tokenizer: gguf, gguf_path: models/m.gguf } }
+//
+// Task fields: /edits (edits_field), the edit history, oldest first (edits.h):
+//   [{"path": "a.py", "start_line": 10, "end_line": 12}]
+// Works on the `candidates` facet when earlier context stages built it (summarize, deps,
+// dedup), else builds the cursor file's candidates itself.
+//
+// Requires: `anchor`. Provides: `context`. Ports: `ok`.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "graph/stage.h"
+#include "stages/context/prune.h"
+#include "stages/context/token_counter.h"
+
+namespace vsynth::stages::context {
+
+class PruneStage : public graph::SyncStage {
+ public:
+  explicit PruneStage(const graph::StageContext& ctx);
+  graph::Port process(graph::Item& item) override;
+
+ private:
+  PruneOptions options_;
+  std::shared_ptr<const TokenCounter> counter_;
+  std::string edits_field_;
+  graph::Port ok_;
+};
+
+graph::Contract prune_contract();
+
+}  // namespace vsynth::stages::context

@@ -1,0 +1,31 @@
+#include "stages/context/summarize_stage.h"
+
+#include "stages/context/candidates.h"
+
+namespace vsynth::stages::context {
+
+SummarizeStage::SummarizeStage(const graph::StageContext& ctx)
+    : options_{ctx.params.boolean("doc_line")}, ok_(ctx.port("ok")) {}
+
+graph::Port SummarizeStage::process(graph::Item& item) {
+  if (item.find<CandidatesFacet>()) return ok_;  // a stage before this one built them
+  ensure_candidates(item, options_);
+  return ok_;
+}
+
+graph::Contract summarize_contract() {
+  graph::Contract c;
+  c.kind = "context.summarize";
+  c.summary =
+      "Splits the anchored file into units (functions, classes, fields, imports...) with "
+      "full, signature and name forms, and ranks them by relation to the cursor";
+  c.concurrency = graph::Concurrency::unlimited();  // no shared state
+  c.requires_facets = {"anchor"};
+  c.provides_facets = {"candidates"};
+  c.ports = {{"ok", "candidates built", false}};
+  c.params = {graph::P::boolean(
+      "doc_line", true, "signature forms carry the first line of the docstring / doc comment")};
+  return c;
+}
+
+}  // namespace vsynth::stages::context

@@ -1,0 +1,29 @@
+// context.summarize: the cursor file's units with their three forms (full, signature, name),
+// signatures per language (summarize.h), and the in-file reasons (candidates.h): the
+// `candidates` facet the other context stages work on. Optional in a pipeline: the first
+// context stage builds the candidates with default options when no summarize ran.
+//
+//   stages:
+//     summarize: { use: context.summarize, with: { doc_line: true } }
+//
+// Requires: `anchor` (ast.anchor). Provides: `candidates`. Ports: `ok`.
+#pragma once
+
+#include "graph/stage.h"
+#include "stages/context/extract.h"
+
+namespace vsynth::stages::context {
+
+class SummarizeStage : public graph::SyncStage {
+ public:
+  explicit SummarizeStage(const graph::StageContext& ctx);
+  graph::Port process(graph::Item& item) override;
+
+ private:
+  ExtractOptions options_;
+  graph::Port ok_;
+};
+
+graph::Contract summarize_contract();
+
+}  // namespace vsynth::stages::context

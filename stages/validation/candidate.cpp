@@ -1,11 +1,8 @@
 #include "stages/validation/candidate.h"
 
-// generate.llm's facet. Until stages/generation is part of every checkout the facet is read
-// only when its header is present; without it, programs come from the task alone.
-#if __has_include("stages/generation/candidates.h")
+// generate.llm's facet: only its header (fields and kName) is used, so this library does not
+// link the generation stage (and the inference engine behind it).
 #include "stages/generation/candidates.h"
-#define VSYNTH_HAVE_CANDIDATES_FACET 1
-#endif
 
 namespace vsynth::stages::validation {
 
@@ -27,14 +24,12 @@ std::size_t Program::size() const {
 
 std::vector<Program> programs_of(const graph::Item& item) {
   std::vector<Program> out;
-#ifdef VSYNTH_HAVE_CANDIDATES_FACET
   if (const auto* facet = item.find<generation::CandidatesFacet>()) {
     for (std::size_t i = 0; i < facet->candidates.size(); ++i) {
       out.push_back({{facet->candidates[i].code}, i, "candidates[" + std::to_string(i) + "]"});
     }
     return out;
   }
-#endif
   const graph::Task& task = item.task();
   if (std::string_view c = task_string(task, "candidate"); !c.empty()) {
     out.push_back({{c}, 0, "task.candidate"});

@@ -1,0 +1,263 @@
+// validate.async in real pipelines: ports, statuses and feedback over a bounded back edge
+// (with generate.llm's `candidates` facet made by a test stage), oracle mode, a private pool,
+// exactly one result per item under load, and contract errors reported before anything runs.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/pipeline.h"
+#include "stages/generation/candidates.h"
+#include "tests/graph/test_kinds.h"
+#include "tests/validation/util.h"
+
+using namespace vsynth;
+using nlohmann::json;
+
+namespace {
+
+// Tasks from JSON objects.
+class JsonSource : public graph::Source {
+ public:
+  explicit JsonSource(std::vector<json> tasks) : tasks_(std::move(tasks)) {}
+  std::optional<graph::Task> next() override {
+    if (next_ >= tasks_.size()) return std::nullopt;
+    const json& j = tasks_[next_++];
+    return graph::Task{j.value("id", j.value("task_id", std::string())), j};
+  }
+
+ private:
+  std::vector<json> tasks_;
+  std::size_t next_ = 0;
+};
+
+// test.candidates: stands in for generate.llm. On attempt a it offers the task's
+// `attempts[a - 1]` (the last one when a is past the end) as candidate 0, in the arena.
+class Candidates : public graph::SyncStage {
+ public:
+  graph::Port process(graph::Item& item) override {
+    const json& attempts = item.task().data.at("attempts");
+    const std::size_t i =
+        std::min<std::size_t>(static_cast<std::size_t>(item.attempt() - 1), attempts.size() - 1);
+    auto& facet = item.emplace<stages::generation::CandidatesFacet>();
+    stages::generation::Candidate c;
+    c.code = item.arena().store(attempts[i].get<std::string>());
+    c.text = c.code;
+    c.completion = c.code;
+    facet.candidates.push_back(c);
+    facet.attempt = item.attempt();
+    return 0;
+  }
+};
+
+graph::Registry registry() {
+  graph::Registry r = test::full_registry();
+  graph::Contract c;
+  c.kind = "test.candidates";
+  c.summary = "offers the task's attempts[attempt - 1] as the candidate";
+  c.ports = {{"ok", "done", false}};
+  c.provides_facets = {"candidates"};
+  r.add_stage(c, [](const graph::StageContext&) { return std::make_unique<Candidates>(); });
+  return r;
+}
+
+std::map<std::string, json> run(const std::string& yaml, std::vector<json> tasks) {
+  const graph::Registry reg = registry();
+  graph::Pipeline p(test::load_text(yaml, reg), reg);
+  JsonSource src(std::move(tasks));
+  test::VectorSink sink;
+  graph::RunControl control;
+  const graph::RunResult r = p.run(src, sink, control);
+  CHECK(r.fatal.empty());
+  std::map<std::string, json> by_id;
+  for (const auto& rec : sink.records) {
+    CHECK(by_id.count(rec["id"]) == 0);  // exactly one result per item
+    by_id[rec["id"]] = rec;
+  }
+  return by_id;
+}
+
+const char* kLoop = R"(
+resources:
+  box: { use: sandbox.bwrap, with: { workers: 2, wall_ms: 10000 } }
+stages:
+  gen: { use: test.candidates }
+  validate: { use: validate.async, with: { sandbox: box, checks: [syntax, compile, tests], timeout_ms: 3000 } }
+edges:
+  - gen -> validate
+  - { from: validate.fail, to: gen, back_edge: true, max_attempts: 3 }
+  - validate.pass -> out
+  - validate.error -> out
+)";
+
+const std::string kWrong = "def add(a, b):\n    return a - b\n";
+const std::string kRight = "def add(a, b):\n    return a + b\n";
+
+json add_task(std::string id, std::vector<std::string> attempts) {
+  return {{"id", std::move(id)},
+          {"language", "python"},
+          {"entry_point", "add"},
+          {"tests", {"assert add(1, 2) == 3", "assert add(0, 0) == 0"}},
+          {"attempts", std::move(attempts)}};
+}
+
+}  // namespace
+
+TEST_CASE("validate.async: failures go back with feedback until a candidate passes") {
+  json c_task = {
+      {"id", "c-twice"},
+      {"language", "c"},
+      {"tests", {"twice(3) == 6"}},
+      {"attempts",
+       {"int twice(int x) { return x + 2; }\n", "int twice(int x) { return 2 * x; }\n"}}};
+  json broken = add_task("broken-test", {kRight});
+  broken["tests"] = {"assert add(1,"};
+  auto results = run(kLoop, {add_task("fixed", {kWrong, kRight}), add_task("never", {kWrong}),
+                             add_task("syntax", {"def add(a, b)\n    return a + b\n", kRight}),
+                             add_task("hang", {"def add(a, b):\n    while True:\n        pass\n"}),
+                             broken, c_task});
+  REQUIRE(results.size() == 6);
+
+  const json& fixed = results["fixed"];
+  CHECK(fixed["passed"] == true);
+  CHECK(fixed["status"] == "tests_passed");
+  CHECK(fixed["attempts"] == 2);
+  REQUIRE(fixed["feedback"].size() == 1);
+  CHECK(fixed["feedback"][0]["from"] == "validate.fail");
+  const std::string msg = fixed["feedback"][0]["message"];
+  CHECK(msg.find("tests failed: assertion failed: assert add(1, 2) == 3") == 0);
+  CHECK(msg.find("add(1, 2) = -1") != std::string::npos);
+  const json& verdicts = fixed["facets"]["verdicts"];
+  CHECK(verdicts["passed"] == true);
+  CHECK(verdicts["tests_visibility"] == "visible");
+  CHECK(verdicts["candidates"][0]["checks"].size() == 3);
+  CHECK(verdicts["candidates"][0]["checks"][2]["tests"] == 2);
+
+  const json& never = results["never"];
+  CHECK(never["passed"] == false);
+  CHECK(never["status"] == "exhausted");
+  CHECK(never["attempts"] == 3);
+
+  const json& syntax = results["syntax"];
+  CHECK(syntax["passed"] == true);
+  CHECK(syntax["attempts"] == 2);
+  CHECK(syntax["feedback"][0]["message"].get<std::string>().find("syntax error: candidate.py:1:") ==
+        0);
+
+  const json& hang = results["hang"];
+  CHECK(hang["passed"] == false);
+  CHECK(hang["feedback"][0]["message"].get<std::string>().find("tests timed out") == 0);
+
+  const json& b = results["broken-test"];
+  CHECK(b["passed"] == false);
+  CHECK(b["status"] == "validation_error");
+  CHECK(b["exit"] == "validate.error");
+
+  const json& c = results["c-twice"];
+  CHECK(c["passed"] == true);
+  CHECK(c["attempts"] == 2);
+  CHECK(c["feedback"][0]["message"].get<std::string>().find("twice(3) == 6") != std::string::npos);
+
+  CHECK(test::children_of_self().empty());
+}
+
+TEST_CASE("validate.async: oracle mode runs hidden tests and says so, a private pool works") {
+  const char* yaml = R"(
+stages:
+  validate: { use: validate.async, with: { tests_visibility: oracle, checks: [compile, tests] } }
+edges: [ validate.pass -> out, validate.fail -> out, validate.error -> out ]
+)";
+  json task = add_task("oracle", {});
+  task.erase("attempts");
+  task["hidden_tests"] = {"assert add(-1, 1) == 0"};
+  task["candidate"] = kRight;
+  json wrong = task;
+  wrong["id"] = "oracle-wrong";
+  wrong["candidate"] = "def add(a, b):\n    return a + b + 1\n";
+  json visible_only = add_task("no-hidden", {});
+  visible_only.erase("attempts");
+  visible_only["candidate"] = kRight;
+  json none = add_task("no-candidate", {});
+  none.erase("attempts");
+  auto results = run(yaml, {task, wrong, visible_only, none});
+  CHECK(results["oracle"]["status"] == "oracle_tests_passed");
+  CHECK(results["oracle"]["facets"]["verdicts"]["tests_visibility"] == "oracle");
+  CHECK(results["oracle"]["facets"]["verdicts"]["candidates"][0]["checks"][1]["oracle"] == true);
+  CHECK(results["oracle-wrong"]["status"] == "oracle_tests_failed");
+  CHECK(results["oracle-wrong"]["passed"] == false);
+  // Nothing hidden: the tests check is skipped, the item passes on compile alone.
+  CHECK(results["no-hidden"]["status"] == "compiled");
+  CHECK(results["no-candidate"]["status"] == "error");
+  CHECK(results["no-candidate"]["error"].get<std::string>().find("no candidate") !=
+        std::string::npos);
+}
+
+TEST_CASE("validate.async: many items on a small pool, each gets exactly one result") {
+  std::vector<json> tasks;
+  for (int i = 0; i < 24; ++i) {
+    json t = add_task("t" + std::to_string(i), {});
+    t.erase("attempts");
+    switch (i % 4) {
+      case 0:
+        t["candidate"] = kRight;
+        break;
+      case 1:
+        t["candidate"] = kWrong;
+        break;
+      case 2:
+        t["candidate"] = "def add(a, b):\n    import time\n    time.sleep(60)\n";
+        break;
+      case 3:
+        t["candidate"] = "import os\nos._exit(1)\n";
+        break;
+    }
+    tasks.push_back(t);
+  }
+  const char* yaml = R"(
+resources:
+  box: { use: sandbox.bwrap, with: { workers: 3 } }
+stages:
+  validate: { use: validate.async, with: { sandbox: box, checks: [tests], timeout_ms: 1500 } }
+edges: [ validate.pass -> out, validate.fail -> out, validate.error -> out ]
+max_in_flight: 16
+)";
+  auto results = run(yaml, tasks);
+  REQUIRE(results.size() == 24);
+  for (int i = 0; i < 24; ++i) {
+    const json& r = results["t" + std::to_string(i)];
+    INFO(r.dump());
+    CHECK(r["passed"] == (i % 4 == 0));
+    if (i % 4 == 2) CHECK(r["status"] == "tests_timeout");
+    if (i % 4 == 1 || i % 4 == 3) CHECK(r["status"] == "tests_failed");
+  }
+  CHECK(test::children_of_self().empty());
+  if (test::is_root()) CHECK(test::processes_of_uids(test::sandbox_uid_base(), 64).empty());
+}
+
+TEST_CASE("validate.async: configuration errors are reported before anything runs") {
+  const graph::Registry reg = registry();
+  const auto error_of = [&](const std::string& yaml) -> std::string {
+    try {
+      test::load_text(yaml, reg);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK_THAT(error_of("stages: { v: { use: validate.async, with: { checks: [syntax, lint] } } }\n"
+                      "edges: [ v.pass -> out, v.fail -> out, v.error -> out ]\n"),
+             Catch::Contains("lint") && Catch::Contains("compile"));
+  CHECK_THAT(error_of("stages: { v: { use: validate.async, with: { sandbox: nope } } }\n"
+                      "edges: [ v.pass -> out, v.fail -> out, v.error -> out ]\n"),
+             Catch::Contains("nope"));
+  CHECK_THAT(error_of("stages: { v: { use: validate.async, with: { tests_visibility: hidden } } }\n"
+                      "edges: [ v.pass -> out, v.fail -> out, v.error -> out ]\n"),
+             Catch::Contains("oracle"));
+  CHECK_THAT(error_of("resources: { box: { use: sandbox.bwrap, with: { memory_mb: 1 } } }\n"
+                      "stages: { v: { use: validate.async, with: { sandbox: box } } }\n"
+                      "edges: [ v.pass -> out, v.fail -> out, v.error -> out ]\n"),
+             Catch::Contains("memory_mb"));
+  CHECK_THAT(error_of("stages: { v: { use: validate.async } }\nedges: [ v.pass -> out ]\n"),
+             Catch::Contains("fail"));
+}

@@ -44,7 +44,7 @@ max_in_flight: 6
   CHECK(p.in_flight() == 0);
 }
 
-TEST_CASE("a full `block` edge pauses admission; its queue stays near its capacity") {
+TEST_CASE("a full `block` edge pauses admission, so its queue stays near its capacity") {
   auto reg = test::full_registry();
   graph::Pipeline p(load_text(R"(
 max_in_flight: 64

@@ -1,5 +1,7 @@
 #include "kernels/sampler/sampler.h"
 
+#include "kernels/sampler/vec_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,14 +12,8 @@ namespace vsynth::kernels {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// Terms more than this far below the maximum (in nats) are < 1e-13 of it: skipped in sums.
-constexpr float kNegligible = 30.0f;
 
-// Candidate order: higher logit first, then lower id (deterministic ties).
-template <class C>
-bool better(const C& a, const C& b) {
-  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-}
+using sampler_math::better;  // higher logit first, then lower id (deterministic ties)
 
 void check_id(TokenId id, std::size_t n, const char* what) {
   if (id < 0 || static_cast<std::size_t>(id) >= n) {
@@ -60,42 +56,18 @@ void Sampler::set_temperature(float t) {
 }
 
 float log_sum_exp(std::span<const float> logits) {
-  float m = kNegInf;
-  for (float v : logits) m = v > m ? v : m;
-  if (m == kNegInf) return kNegInf;
-  const float floor = m - kNegligible;
-  double sum = 0.0;
-  for (float v : logits) {
-    if (v >= floor) sum += std::exp(static_cast<double>(v - m));
-  }
-  return m + static_cast<float>(std::log(sum));
+  const float m = sampler_math::max_of(logits.data(), logits.size());
+  if (!(m > kNegInf)) return kNegInf;
+  return m +
+         static_cast<float>(std::log(sampler_math::sum_exp(logits.data(), logits.size(), m, 1.0f)));
 }
 
 std::vector<TokenLogprob> top_logits(std::span<const float> logits, std::size_t n) {
-  struct C {
-    float logit;
-    TokenId id;
-  };
-  auto cmp = [](const C& a, const C& b) { return better(a, b); };
-  std::vector<C> heap;
-  heap.reserve(n);
-  if (n == 0) return {};
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    const C c{logits[i], static_cast<TokenId>(i)};
-    if (!(c.logit > kNegInf)) continue;
-    if (heap.size() < n) {
-      heap.push_back(c);
-      std::push_heap(heap.begin(), heap.end(), cmp);
-    } else if (better(c, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), cmp);
-      heap.back() = c;
-      std::push_heap(heap.begin(), heap.end(), cmp);
-    }
-  }
-  std::sort_heap(heap.begin(), heap.end(), cmp);
+  std::vector<sampler_math::Scored> best;
+  sampler_math::top_k(logits.data(), logits.size(), n, best);
   std::vector<TokenLogprob> out;
-  out.reserve(heap.size());
-  for (const C& c : heap) out.push_back({c.id, c.logit});
+  out.reserve(best.size());
+  for (const auto& c : best) out.push_back({c.id, c.logit});
   return out;
 }
 
@@ -137,6 +109,7 @@ const float* Sampler::prepare(std::span<const float> logits, std::span<const Tok
 }
 
 TokenId Sampler::pick(const float* l, std::size_t n, const TokenMask& mask) {
+  namespace vm = sampler_math;
   // The domain: every id, or the allowed ones (sorted, deduplicated), minus -inf/NaN logits.
   std::vector<TokenId> allowed;
   if (mask.allowed) {
@@ -157,70 +130,96 @@ TokenId Sampler::pick(const float* l, std::size_t n, const TokenMask& mask) {
     }
   };
 
-  // Maximum and domain size (greedy needs only this).
+  // The maximum and the first id holding it (greedy needs nothing more).
   float m = kNegInf;
   TokenId best = kNoToken;
-  std::size_t domain = 0;
-  for_domain([&](TokenId id, float v) {
-    ++domain;
-    if (v > m) {  // strict: ties keep the lowest id
-      m = v;
-      best = id;
-    }
-  });
+  if (mask.allowed) {
+    for_domain([&](TokenId id, float v) {
+      if (v > m) {  // strict: ties keep the lowest id
+        m = v;
+        best = id;
+      }
+    });
+  } else {
+    m = vm::max_of(l, n);
+    if (m > kNegInf) best = static_cast<TokenId>(std::find(l, l + n, m) - l);
+  }
   if (best == kNoToken || params_.temperature <= 0.0f) return best;
 
   const SamplerParams& p = params_;
   const double inv_t = 1.0 / static_cast<double>(p.temperature);
+  const auto inv_tf = static_cast<float>(inv_t);
   auto weight = [&](float v) { return std::exp((static_cast<double>(v) - m) * inv_t); };
-  // Sum of weights over the whole domain (negligible terms skipped).
+  // Sum of weights over the whole domain.
   auto total_weight = [&] {
+    if (!mask.allowed) return vm::sum_exp(l, n, m, inv_tf);
     double z = 0.0;
-    for_domain([&](TokenId, float v) {
-      const double x = (static_cast<double>(v) - m) * inv_t;
-      if (x >= -kNegligible) z += std::exp(x);
-    });
+    for_domain([&](TokenId, float v) { z += vm::exp_nonpos((v - m) * inv_tf); });
     return z;
   };
 
-  const bool by_k = p.top_k > 0 && static_cast<std::size_t>(p.top_k) < domain;
-  if (!by_k && p.top_p >= 1.0f && p.min_p <= 0.0f) {
-    // Plain temperature sampling over the whole domain: inverse CDF, no selection.
-    const double z = total_weight();
-    const double u = rng_.uniform() * z;
+  if (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f) {
+    // Plain temperature sampling over the whole domain: inverse CDF, no selection. Walks
+    // 256-token blocks by their vectorised sums, then the block holding the draw token by token.
+    const double u = rng_.uniform() * total_weight();
     double acc = 0.0;
     TokenId last = best;
-    TokenId chosen = kNoToken;
-    for_domain([&](TokenId id, float v) {
-      if (chosen != kNoToken) return;
-      const double x = (static_cast<double>(v) - m) * inv_t;
-      if (x < -kNegligible) return;
-      acc += std::exp(x);
-      last = id;
-      if (acc > u) chosen = id;
-    });
-    return chosen != kNoToken ? chosen : last;  // rounding at the very end of the walk
+    if (mask.allowed) {
+      TokenId chosen = kNoToken;
+      for_domain([&](TokenId id, float v) {
+        if (chosen != kNoToken) return;
+        acc += vm::exp_nonpos((v - m) * inv_tf);
+        last = id;
+        if (acc > u) chosen = id;
+      });
+      return chosen != kNoToken ? chosen : last;
+    }
+    constexpr std::size_t kWalkBlock = 256;
+    for (std::size_t b = 0; b < n; b += kWalkBlock) {
+      const std::size_t len = std::min(kWalkBlock, n - b);
+      const double block = vm::sum_exp(l + b, len, m, inv_tf);
+      if (acc + block <= u) {
+        acc += block;
+        continue;
+      }
+      for (std::size_t i = b; i < b + len; ++i) {
+        if (!(l[i] > kNegInf)) continue;
+        acc += vm::exp_nonpos((l[i] - m) * inv_tf);
+        last = static_cast<TokenId>(i);
+        if (acc > u) return last;
+      }
+    }
+    return last;  // rounding at the very end of the walk
   }
 
   auto cmp = [](const Cand& a, const Cand& b) { return better(a, b); };
-  std::size_t k = by_k ? static_cast<std::size_t>(p.top_k) : std::min<std::size_t>(64, domain);
+  const bool by_k = p.top_k > 0;
+  std::size_t k = by_k ? static_cast<std::size_t>(p.top_k) : 64;
   double z_all = -1.0;  // computed once, only when top-p needs the whole domain's mass
   std::size_t keep = 0;
   while (true) {
-    heap_.clear();
-    heap_.reserve(k);
-    for_domain([&](TokenId id, float v) {
-      const Cand c{v, id};
-      if (heap_.size() < k) {
-        heap_.push_back(c);
-        std::push_heap(heap_.begin(), heap_.end(), cmp);
-      } else if (better(c, heap_.front())) {
-        std::pop_heap(heap_.begin(), heap_.end(), cmp);
-        heap_.back() = c;
-        std::push_heap(heap_.begin(), heap_.end(), cmp);
-      }
-    });
-    std::sort_heap(heap_.begin(), heap_.end(), cmp);  // best first
+    std::size_t domain = 0;
+    if (mask.allowed) {
+      heap_.clear();
+      heap_.reserve(std::min(k, allowed.size()));
+      for_domain([&](TokenId id, float v) {
+        ++domain;
+        const Cand c{v, id};
+        if (heap_.size() < k) {
+          heap_.push_back(c);
+          std::push_heap(heap_.begin(), heap_.end(), cmp);
+        } else if (better(c, heap_.front())) {
+          std::pop_heap(heap_.begin(), heap_.end(), cmp);
+          heap_.back() = c;
+          std::push_heap(heap_.begin(), heap_.end(), cmp);
+        }
+      });
+      std::sort_heap(heap_.begin(), heap_.end(), cmp);  // best first
+    } else {
+      vm::top_k(l, n, k, heap_);
+      // Only a heap that came back full needs to know how much it left out.
+      domain = heap_.size() < k ? heap_.size() : vm::count_finite(l, n);
+    }
     const std::size_t s = heap_.size();
     probs_.resize(s);
     double sum = 0.0;

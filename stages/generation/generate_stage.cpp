@@ -40,6 +40,7 @@ GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,
       ok_(ok),
       name_(std::move(name)) {
   settings_.decode.sampler.validate();
+  settings_.prompt.chat_model = model_->chat_tuned();
   const int32_t ctx = model_->model().options().context_length;
   if (ctx > 0 && settings_.decode.max_new_tokens >= ctx) {
     throw std::invalid_argument("stage `" + name_ + "` (generate.llm): max_new_tokens " +
@@ -103,7 +104,7 @@ void GenerateStage::generate(graph::Item& item) {
   const std::size_t budget =
       ctx_len > 0 ? static_cast<std::size_t>(ctx_len - settings_.decode.max_new_tokens)
                   : static_cast<std::size_t>(1) << 30;
-  const Prompt prompt = render_prompt(parts, tok, budget);
+  const Prompt prompt = render_prompt(parts, tok, budget, model_->chat_template());
 
   auto& facet = item.emplace<CandidatesFacet>();
   facet.prompt = item.arena().store(prompt.text);

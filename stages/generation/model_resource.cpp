@@ -1,5 +1,7 @@
 #include "stages/generation/model_resource.h"
 
+#include "kernels/gguf/reader.h"
+
 #include <cstdlib>
 #include <stdexcept>
 
@@ -69,7 +71,10 @@ std::shared_ptr<ModelResource> load_model(const ModelSettings& s) {
   options.context_length = s.context_length;
   const fs::path path = resolve_model_path(s.path);
   try {
-    return std::make_shared<ModelResource>(kernels::Model::load(path, options), path);
+    auto model = kernels::Model::load(path, options);
+    const kernels::GgufFile file = kernels::GgufFile::open(path);  // metadata only
+    std::string chat_template(file.get_string_optional("tokenizer.chat_template").value_or(""));
+    return std::make_shared<ModelResource>(std::move(model), path, std::move(chat_template));
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot load model `" + path.string() + "`: " + e.what());
   }

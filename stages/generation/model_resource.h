@@ -33,15 +33,24 @@ inline constexpr const char* kDefaultModelFile = "models/gemma-3-270m-q4_k_m.ggu
 
 class ModelResource : public graph::Resource {
  public:
-  ModelResource(std::shared_ptr<kernels::Model> model, std::filesystem::path path)
-      : model_(std::move(model)), path_(std::move(path)) {}
+  ModelResource(std::shared_ptr<kernels::Model> model, std::filesystem::path path,
+                std::string chat_template = {})
+      : model_(std::move(model)),
+        path_(std::move(path)),
+        chat_template_(std::move(chat_template)) {}
   kernels::Model& model() const { return *model_; }
   std::shared_ptr<kernels::Model> share() const { return model_; }
   const std::filesystem::path& path() const { return path_; }
+  // The GGUF's tokenizer.chat_template (Jinja text, never executed), empty when absent. Its
+  // absence marks a base (pretrained) model: generate.llm's `auto` mode then prompts by
+  // completion, the way base models are evaluated, instead of with a chat turn.
+  const std::string& chat_template() const { return chat_template_; }
+  bool chat_tuned() const { return !chat_template_.empty(); }
 
  private:
   std::shared_ptr<kernels::Model> model_;
   std::filesystem::path path_;
+  std::string chat_template_;
 };
 
 // The model file to load: `path` when non-empty (it must exist), else $VSYNTH_MODEL, else the

@@ -111,7 +111,11 @@ const char* to_string(ChatTemplate t) {
   return "?";
 }
 
-ChatTemplate detect_chat_template(const kernels::Tokenizer& tok) {
+ChatTemplate detect_chat_template(const kernels::Tokenizer& tok, std::string_view text) {
+  if (text.find("<start_of_turn>") != std::string_view::npos) return ChatTemplate::Gemma;
+  if (text.find("<|im_start|>") != std::string_view::npos) return ChatTemplate::ChatML;
+  if (text.find("<|start_header_id|>") != std::string_view::npos) return ChatTemplate::Llama3;
+  if (text.find("[INST]") != std::string_view::npos) return ChatTemplate::Llama2;
   if (tok.find("<start_of_turn>") && tok.find("<end_of_turn>")) return ChatTemplate::Gemma;
   if (tok.find("<|im_start|>") && tok.find("<|im_end|>")) return ChatTemplate::ChatML;
   if (tok.find("<|start_header_id|>") && tok.find("<|eot_id|>")) return ChatTemplate::Llama3;
@@ -135,7 +139,7 @@ PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s
   p.entry_point = string_field(item, "entry_point");
 
   const bool has_cursor = anchor || prefix;
-  if (s.mode == "complete" || (s.mode == "auto" && has_cursor)) {
+  if (s.mode == "complete" || (s.mode == "auto" && (has_cursor || !s.chat_model))) {
     p.mode = PromptMode::Complete;
   } else if (s.mode == "instruct" || s.mode == "auto") {
     p.mode = PromptMode::Instruct;
@@ -156,13 +160,25 @@ PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s
 
   if (p.mode == PromptMode::Complete) {
     if (!has_cursor) {
-      if (!prompt) {
+      if (!prompt && !instruction) {
         throw std::invalid_argument(
             "task `" + item.id() +
             "`: completion needs a cursor (the `anchor` facet from ast.anchor), a string "
-            "/prefix, or a string /prompt to continue");
+            "/prefix, a string /prompt to continue, or an /instruction");
       }
-      p.prefix = prompt->get<std::string>();
+      // A base model gets an instruction as a comment above the code it should write.
+      if (instruction) {
+        const std::string c = comment_leader(p.language);
+        const std::string text = instruction->get<std::string>();
+        std::size_t start = 0;
+        while (start < text.size()) {
+          std::size_t end = text.find('\n', start);
+          if (end == std::string::npos) end = text.size();
+          p.prefix += c + text.substr(start, end - start) + '\n';
+          start = end + 1;
+        }
+      }
+      if (prompt) p.prefix += prompt->get<std::string>();
     }
   } else {
     if (instruction) p.instruction = instruction->get<std::string>();
@@ -250,7 +266,8 @@ std::vector<TokenId> render_chat(const kernels::Tokenizer& tok, std::string_view
   return ids;
 }
 
-Prompt render_prompt(const PromptParts& p, const kernels::Tokenizer& tok, std::size_t max_tokens) {
+Prompt render_prompt(const PromptParts& p, const kernels::Tokenizer& tok, std::size_t max_tokens,
+                     std::string_view chat_template) {
   Prompt out;
   out.mode = p.mode;
   if (p.mode == PromptMode::Complete) {
@@ -284,7 +301,7 @@ Prompt render_prompt(const PromptParts& p, const kernels::Tokenizer& tok, std::s
     out.tokens.insert(out.tokens.end(), body.begin(), body.end());
     out.tokens.insert(out.tokens.end(), tail.begin(), tail.end());
   } else {
-    const ChatTemplate t = detect_chat_template(tok);
+    const ChatTemplate t = detect_chat_template(tok, chat_template);
     out.format = to_string(t);
     out.tokens = render_chat(tok, instruct_message(p), t);
     const std::vector<TokenId>& ids = out.tokens;

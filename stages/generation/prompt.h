@@ -9,11 +9,15 @@
 //   instruct  the model answers a request in its chat template: the task's /instruction
 //             and/or /prompt (code to complete, shown in a fenced block), with the context and
 //             the feedback of earlier attempts, asking for one fenced code block.
-// `auto` picks complete when there is a cursor or a prefix, instruct otherwise.
+// `auto` picks complete when there is a cursor or a prefix, or when the model is a base model
+// (its GGUF has no tokenizer.chat_template: a HumanEval prompt is then continued as code, the
+// way base models are evaluated, and an instruction becomes a comment above the code);
+// instruct otherwise.
 //
-// Chat templates are written by hand (no Jinja engine), chosen from the vocabulary's special
-// tokens: gemma (<start_of_turn>), ChatML (qwen2: <|im_start|>), llama3 (<|start_header_id|>),
-// and llama2's [INST] otherwise.
+// Chat templates are written by hand (no Jinja engine), chosen by the markers in the GGUF's
+// chat template text when there is one, else by the vocabulary's special tokens: gemma
+// (<start_of_turn>), ChatML (qwen2: <|im_start|>), llama3 (<|start_header_id|>), and llama2's
+// [INST] otherwise.
 //
 // Task text never becomes control tokens: it is encoded with parse_special off, so a task that
 // mentions "<end_of_turn>" cannot end the turn.
@@ -32,11 +36,13 @@ const char* to_string(PromptMode m);
 
 enum class ChatTemplate { Gemma, ChatML, Llama3, Llama2 };
 const char* to_string(ChatTemplate t);
-ChatTemplate detect_chat_template(const kernels::Tokenizer& tok);
+ChatTemplate detect_chat_template(const kernels::Tokenizer& tok,
+                                  std::string_view template_text = {});
 
 struct PromptSettings {
-  std::string mode = "auto";              // auto | complete | instruct
-  std::string language;                   // empty: the task's /language, the anchor's, else python
+  std::string mode = "auto";  // auto | complete | instruct
+  std::string language;       // empty: the task's /language, the anchor's, else python
+  bool chat_model = true;     // the model has a chat template (auto may then pick instruct)
   std::size_t feedback_max_bytes = 2000;  // per feedback message (the tail is kept)
   std::size_t feedback_max_messages = 2;  // the most recent ones
 };
@@ -68,7 +74,7 @@ struct Prompt {
 // prompt over it loses its oldest tokens (BOS kept), an instruct prompt over it throws
 // std::invalid_argument.
 Prompt render_prompt(const PromptParts& parts, const kernels::Tokenizer& tok,
-                     std::size_t max_tokens);
+                     std::size_t max_tokens, std::string_view chat_template = {});
 
 // The user turn of an instruct prompt (before the chat template wraps it).
 std::string instruct_message(const PromptParts& parts);

@@ -110,8 +110,10 @@ class FakeSequence : public kernels::Sequence {
 
 // A tiny llama-architecture GGUF with random F32 weights and `vocab` as its tokenizer:
 // d_model 32, 2 layers, 4 heads of 8 (2 KV heads), FFN 64. Deterministic for a seed.
+// `chat_template`: written as tokenizer.chat_template when non-empty (a chat-tuned model).
 inline void write_tiny_model(const std::filesystem::path& path, const kernels::Vocab& vocab,
-                             uint32_t seed = 1, int32_t context = 2048) {
+                             uint32_t seed = 1, int32_t context = 2048,
+                             const std::string& chat_template = {}) {
   using kernels::GgufWriter;
   const uint64_t d = 32, ffn = 64, n_layers = 2, heads = 4, kv_heads = 2, hd = 8;
   const uint64_t n_vocab = vocab.tokens.size();
@@ -136,6 +138,7 @@ inline void write_tiny_model(const std::filesystem::path& path, const kernels::V
   w.add("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(vocab.unk));
   w.add("tokenizer.ggml.add_bos_token", true);
   w.add("tokenizer.ggml.add_space_prefix", false);
+  if (!chat_template.empty()) w.add("tokenizer.chat_template", chat_template);
 
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);

@@ -41,17 +41,20 @@ const std::vector<std::string> kPieces{"def",
                                        "```",
                                        "python"};
 
-// The tiny model, written once per test process.
-const fs::path& tiny_model() {
-  static const fs::path path = [] {
-    fs::path dir = fs::path(VSYNTH_BINARY_DIR) / "generation_test";
-    fs::create_directories(dir);
-    fs::path p = dir / "tiny_llama.gguf";
-    vsynth::gentest::write_tiny_model(
-        p, vsynth::gentest::spm_vocab(kPieces, {"<start_of_turn>", "<end_of_turn>"}));
-    return p;
+// The tiny models, written once per test process: a chat-tuned one (its GGUF has a chat
+// template) and a base one (none).
+const fs::path& tiny_model(bool chat = true) {
+  static const fs::path dir = [] {
+    fs::path d = fs::path(VSYNTH_BINARY_DIR) / "generation_test";
+    fs::create_directories(d);
+    const auto vocab = vsynth::gentest::spm_vocab(kPieces, {"<start_of_turn>", "<end_of_turn>"});
+    vsynth::gentest::write_tiny_model(d / "tiny_chat.gguf", vocab, 1, 2048,
+                                      "{{ '<start_of_turn>user\\n' }}...");
+    vsynth::gentest::write_tiny_model(d / "tiny_base.gguf", vocab, 1, 2048);
+    return d;
   }();
-  return path;
+  static const fs::path chat_path = dir / "tiny_chat.gguf", base_path = dir / "tiny_base.gguf";
+  return chat ? chat_path : base_path;
 }
 
 class TaskSource : public graph::Source {
@@ -76,8 +79,8 @@ nlohmann::json humaneval_task(int i) {
           {"entry_point", "add" + std::to_string(i)}};
 }
 
-std::string model_yaml(const std::string& extra_resources = "") {
-  return "resources:\n  m: { use: model.gguf, with: { path: \"" + tiny_model().string() +
+std::string model_yaml(const std::string& extra_resources = "", bool chat = true) {
+  return "resources:\n  m: { use: model.gguf, with: { path: \"" + tiny_model(chat).string() +
          "\", threads: 1, context_length: 1024 } }\n" + extra_resources;
 }
 
@@ -242,8 +245,30 @@ edges: [ gen -> out ]
   const auto& k = c1["candidates"][0];
   CHECK(k["code"] == "def f(x):\n    return " + k["text"].get<std::string>() + "\n");
   CHECK(k["text"].get<std::string>().find("\n\n") == std::string::npos);
-  // A task with only /prompt is an instruct task under mode auto.
+  // A task with only /prompt is an instruct task under mode auto (for a chat model).
   CHECK(r.records[1]["facets"]["candidates"]["mode"] == "instruct");
+}
+
+TEST_CASE("a base model (no chat template) gets HumanEval prompts as code to continue",
+          "[generation][stage]") {
+  const auto reg = vsynth::test::full_registry();
+  const Run r =
+      run(model_yaml("", false) + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 5, record_prompt: true } }
+edges: [ gen -> out ]
+)",
+          {humaneval_task(3), {{"task_id", "i"}, {"instruction", "Add two numbers."}}}, reg);
+  REQUIRE(r.records.size() == 2);
+  const auto& he = r.records[0]["facets"]["candidates"];
+  INFO(r.records[0].dump(2));
+  CHECK(he["mode"] == "complete");
+  CHECK(he["format"] == "prefix");
+  const std::string prompt = humaneval_task(3)["prompt"];
+  CHECK(he["prompt"] == "<s>" + prompt);
+  CHECK(he["candidates"][0]["code"] == prompt + he["candidates"][0]["text"].get<std::string>());
+  const auto& in = r.records[1]["facets"]["candidates"];
+  CHECK(in["prompt"] == "<s># Add two numbers.\n");
 }
 
 TEST_CASE("decoding hooks named in `hooks` run inside the loop", "[generation][stage][hook]") {
@@ -292,7 +317,7 @@ stages:
   gen: { use: generate.llm, with: { model: m, max_new_tokens: 3, mode: complete } }
 edges: [ gen -> out ]
 )",
-                    {{{"task_id", "empty"}, {"instruction", "write code"}}}, reg);
+                    {{{"task_id", "empty"}, {"title", "write code"}}}, reg);
   REQUIRE(r.records.size() == 1);
   CHECK(r.records[0]["passed"] == false);
   const std::string err = r.records[0]["error"];

@@ -1,6 +1,6 @@
-// `vsynth generate`: loads the model, wraps the prompt in the model's chat template (or, with
-// --raw, continues it as plain text), streams the answer to stdout as tokens decode and prints
-// one statistics line to stderr.
+// `vsynth generate`: loads the model, wraps the prompt in the model's chat template when the
+// GGUF has one (or with --chat), otherwise (or with --raw) continues it as plain text; streams the
+// answer to stdout as tokens decode and prints one statistics line to stderr.
 #include "tools/vsynth/generate_command.h"
 
 #include <fmt/format.h>
@@ -51,10 +51,16 @@ int cmd_generate(const GenerateArgs& args) {
     kernels::Model& model = res->model();
     const kernels::Tokenizer& tok = model.tokenizer();
     std::vector<kernels::TokenId> prompt;
-    if (args.raw) {
+    if (args.raw && args.chat) {
+      std::cerr << "error: --raw and --chat contradict each other\n";
+      return kExitUsage;
+    }
+    const bool chat = args.chat || (!args.raw && res->chat_tuned());
+    if (!chat) {
       prompt = tok.encode(args.prompt, {.add_special = true, .parse_special = false});
     } else {
-      prompt = gen::render_chat(tok, args.prompt, gen::detect_chat_template(tok));
+      prompt =
+          gen::render_chat(tok, args.prompt, gen::detect_chat_template(tok, res->chat_template()));
     }
     const int32_t ctx = model.options().context_length;
     if (ctx > 0 && static_cast<int64_t>(prompt.size()) + 1 > ctx) {
@@ -78,9 +84,9 @@ int cmd_generate(const GenerateArgs& args) {
     std::fflush(stdout);
     if (!args.quiet) {
       std::cerr << fmt::format(
-          "[{}: prompt {} tokens, prefill {:.0f} ms ({:.1f} tok/s); {} tokens in {:.0f} ms "
+          "[{} ({}): prompt {} tokens, prefill {:.0f} ms ({:.1f} tok/s); {} tokens in {:.0f} ms "
           "({:.1f} tok/s); finish: {}]\n",
-          res->path().filename().string(), prompt.size(), prefill_ms,
+          res->path().filename().string(), chat ? "chat" : "raw", prompt.size(), prefill_ms,
           prefill_ms > 0 ? 1000.0 * static_cast<double>(prompt.size()) / prefill_ms : 0.0,
           g.tokens.size(), g.decode_ms, g.decode_ms > 0 ? 1000.0 * g.steps / g.decode_ms : 0.0,
           kernels::to_string(g.finish));

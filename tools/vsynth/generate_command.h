@@ -21,6 +21,7 @@ struct GenerateArgs {
   std::string kv_cache = "f16";
   int threads = 0;
   bool raw = false;    // continue the text as is (no chat template)
+  bool chat = false;   // wrap it in the chat template even for a base model
   bool quiet = false;  // no statistics line on stderr
 };
 

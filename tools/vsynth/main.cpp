@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"f16", "int8"}));
   gen_cmd->add_option("-t,--threads", gen.threads, "compute threads (0: every core)");
   gen_cmd->add_flag("--raw", gen.raw, "continue the prompt as plain text (no chat template)");
+  gen_cmd->add_flag("--chat", gen.chat, "use the chat template even if the GGUF has none");
   gen_cmd->add_flag("-q,--quiet", gen.quiet, "no statistics line on stderr");
 
   try {

@@ -1,0 +1,167 @@
+#include "kernels/sampler/vec_math.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace vsynth::kernels::sampler_math {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kLog2e = 1.44269504088896341f;
+// 2^f = e^(f ln 2): Taylor terms (ln 2)^k / k!, k = 6..0; error < 1.2e-7 on [-0.5, 0.5].
+constexpr float kC6 = 1.5403530393381609e-4f, kC5 = 1.3333558146428443e-3f,
+                kC4 = 9.6181291076284772e-3f, kC3 = 5.5504108664821580e-2f,
+                kC2 = 2.4022650695910071e-1f, kC1 = 6.9314718055994531e-1f;
+
+inline float exp_scalar(float x) {
+  x = x < -87.0f ? -87.0f : x;  // also maps -inf to -87
+  const float t = x * kLog2e;
+  // n = round(t) without libm: truncate t - 0.5 toward zero, then fix up (t <= 0 here).
+  const float shifted = t - 0.5f;
+  int32_t n = static_cast<int32_t>(shifted);
+  n -= static_cast<float>(n) > shifted ? 1 : 0;
+  n += 1;
+  const float f = t - static_cast<float>(n);  // in [-0.5, 0.5]
+  float p = kC6;
+  p = p * f + kC5;
+  p = p * f + kC4;
+  p = p * f + kC3;
+  p = p * f + kC2;
+  p = p * f + kC1;
+  p = p * f + 1.0f;
+  return p * std::bit_cast<float>(static_cast<int32_t>((n + 127) << 23));
+}
+
+#if defined(__SSE2__)
+// The same computation on four lanes (SSE2 is part of every x86-64 CPU).
+inline __m128 exp4(__m128 x) {
+  x = _mm_max_ps(x, _mm_set1_ps(-87.0f));  // -inf -> -87 as well
+  const __m128 t = _mm_mul_ps(x, _mm_set1_ps(kLog2e));
+  const __m128 shifted = _mm_sub_ps(t, _mm_set1_ps(0.5f));
+  __m128i n = _mm_cvttps_epi32(shifted);
+  const __m128 nf = _mm_cvtepi32_ps(n);
+  n = _mm_add_epi32(n, _mm_castps_si128(_mm_cmpgt_ps(nf, shifted)));  // -1 where nf > shifted
+  n = _mm_add_epi32(n, _mm_set1_epi32(1));
+  const __m128 f = _mm_sub_ps(t, _mm_cvtepi32_ps(n));
+  __m128 p = _mm_set1_ps(kC6);
+  p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(kC5));
+  p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(kC4));
+  p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(kC3));
+  p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(kC2));
+  p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(kC1));
+  p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(1.0f));
+  const __m128i bits = _mm_slli_epi32(_mm_add_epi32(n, _mm_set1_epi32(127)), 23);
+  return _mm_mul_ps(p, _mm_castsi128_ps(bits));
+}
+
+inline float hsum(__m128 v) {
+  alignas(16) float a[4];
+  _mm_store_ps(a, v);
+  return (a[0] + a[1]) + (a[2] + a[3]);
+}
+#endif
+
+}  // namespace
+
+float exp_nonpos(float x) {
+  return exp_scalar(x);
+}
+
+float max_of(const float* x, std::size_t n) {
+  std::size_t i = 0;
+  float r = kNegInf;
+#if defined(__SSE2__)
+  __m128 m0 = _mm_set1_ps(kNegInf), m1 = m0;
+  for (; i + 8 <= n; i += 8) {
+    // max_ps(a, b) returns b when either is NaN: keep the running max in b's place.
+    m0 = _mm_max_ps(_mm_loadu_ps(x + i), m0);
+    m1 = _mm_max_ps(_mm_loadu_ps(x + i + 4), m1);
+  }
+  alignas(16) float a[4];
+  _mm_store_ps(a, _mm_max_ps(m0, m1));
+  for (float v : a) r = v > r ? v : r;
+#endif
+  for (; i < n; ++i) r = x[i] > r ? x[i] : r;
+  return r;
+}
+
+double sum_exp(const float* x, std::size_t n, float shift, float scale) {
+  double total = 0.0;
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128 vs = _mm_set1_ps(shift), vk = _mm_set1_ps(scale), ninf = _mm_set1_ps(kNegInf);
+  // Float partial sums over blocks of 1024 (~1e-7 relative error), blocks summed in double.
+  while (i + 8 <= n) {
+    __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps();
+    const std::size_t end = i + std::min<std::size_t>(1024, (n - i) / 8 * 8);
+    for (; i < end; i += 8) {
+      const __m128 x0 = _mm_loadu_ps(x + i), x1 = _mm_loadu_ps(x + i + 4);
+      // -inf entries (banned tokens) contribute exactly 0.
+      const __m128 e0 =
+          _mm_andnot_ps(_mm_cmpeq_ps(x0, ninf), exp4(_mm_mul_ps(_mm_sub_ps(x0, vs), vk)));
+      const __m128 e1 =
+          _mm_andnot_ps(_mm_cmpeq_ps(x1, ninf), exp4(_mm_mul_ps(_mm_sub_ps(x1, vs), vk)));
+      a0 = _mm_add_ps(a0, e0);
+      a1 = _mm_add_ps(a1, e1);
+    }
+    total += hsum(_mm_add_ps(a0, a1));
+  }
+#endif
+  for (; i < n; ++i) {
+    if (x[i] != kNegInf) total += exp_scalar((x[i] - shift) * scale);
+  }
+  return total;
+}
+
+void top_k(const float* x, std::size_t n, std::size_t k, std::vector<Scored>& out) {
+  out.clear();
+  if (k == 0) return;
+  out.reserve(std::min(k, n));
+  auto cmp = [](const Scored& a, const Scored& b) { return better(a, b); };  // front = worst
+  // Ids arrive in increasing order, so an entry equal to the heap's worst never beats it:
+  // a strict > against the worst logit is the whole test.
+  auto offer = [&](std::size_t i) {
+    const Scored c{x[i], static_cast<int32_t>(i)};
+    if (!(c.logit > kNegInf)) return;
+    if (out.size() < k) {
+      out.push_back(c);
+      std::push_heap(out.begin(), out.end(), cmp);
+    } else if (c.logit > out.front().logit) {
+      std::pop_heap(out.begin(), out.end(), cmp);
+      out.back() = c;
+      std::push_heap(out.begin(), out.end(), cmp);
+    }
+  };
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 8 <= n; i += 8) {
+    const float worst = out.size() < k ? kNegInf : out.front().logit;
+    const __m128 w = _mm_set1_ps(worst);
+    unsigned bits = static_cast<unsigned>(_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(x + i), w))) |
+                    static_cast<unsigned>(_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(x + i + 4), w)))
+                        << 4;
+    if (out.size() < k) bits = 0xFF;  // still filling: offer everything
+    while (bits) {
+      offer(i + static_cast<std::size_t>(std::countr_zero(bits)));
+      bits &= bits - 1;
+    }
+  }
+#endif
+  for (; i < n; ++i) offer(i);
+  std::sort_heap(out.begin(), out.end(), cmp);
+}
+
+std::size_t count_finite(const float* x, std::size_t n) {
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < n; ++i) c += x[i] > kNegInf ? 1 : 0;
+  return c;
+}
+
+}  // namespace vsynth::kernels::sampler_math

@@ -152,15 +152,26 @@ void raw_message(const char* text) {
   write_all_raw(2, text, std::strlen(text));
 }
 
+// Closes descriptors [first, last]; close_range where the kernel has it (5.9+), else one by
+// one up to the descriptor limit.
+void close_span(unsigned first, unsigned last) {
+  if (first > last) return;
+  if (::syscall(SYS_close_range, first, last, 0) == 0) return;
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  const rlim_t top = std::min<rlim_t>({rl.rlim_cur, rlim_t{1} << 20, rlim_t{last} + 1});
+  for (rlim_t fd = first; fd < top; ++fd) ::close(static_cast<int>(fd));
+}
+
 // Closes every descriptor but those in keep[0..n) (sorted ascending).
-void close_all_but(int* keep, int n) {
+void close_all_but(const int* keep, int n) {
   unsigned next = 0;
   for (int i = 0; i < n; ++i) {
     const auto k = static_cast<unsigned>(keep[i]);
-    if (k > next) ::syscall(SYS_close_range, next, k - 1, 0);
+    if (k > next) close_span(next, k - 1);
     next = k + 1;
   }
-  ::syscall(SYS_close_range, next, ~0u, 0);
+  close_span(next, ~0u);
 }
 
 // The grandchild: becomes bwrap. Async-signal-safe calls only.
@@ -181,7 +192,7 @@ void close_all_but(int* keep, int n) {
       ::_exit(127);
     }
   }
-  ::syscall(SYS_close_range, static_cast<unsigned>(p.targets), ~0u, 0);
+  close_span(static_cast<unsigned>(p.targets), ~0u);
   for (const auto& [resource, value] : p.limits) {
     if (::setrlimit(resource, &value) != 0) {
       raw_message("vsynth-sandbox: setrlimit failed\n");

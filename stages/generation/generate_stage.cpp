@@ -122,6 +122,10 @@ void GenerateStage::generate(graph::Item& item) {
 
   kernels::GenerateOptions opt = settings_.decode;
   opt.context_limit = ctx_len;
+  if (prompt.mode == PromptMode::Complete) {
+    opt.stop.insert(opt.stop.end(), settings_.completion_stop.begin(),
+                    settings_.completion_stop.end());
+  }
   opt.sampler.temperature = static_cast<float>(temperature_for(item.attempt()));
   const int n = std::max(1, settings_.n_candidates);
   for (int c = 0; c < n; ++c) {
@@ -180,6 +184,7 @@ std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ct
   sp.seed = static_cast<uint64_t>(p.integer("seed"));
   s.decode.max_new_tokens = static_cast<int32_t>(p.integer("max_new_tokens"));
   s.decode.stop = p.strings("stop");
+  s.completion_stop = p.strings("completion_stop");
   s.decode.max_hook_retries = static_cast<int32_t>(p.integer("max_hook_retries"));
   s.prompt.mode = p.string("mode");
   s.prompt.language = p.string("language");
@@ -229,6 +234,9 @@ graph::Contract generate_contract() {
       P::integer("n_candidates", 1, 1, 64, "candidates per attempt (share one prefill)"),
       P::strings("stop", std::vector<std::string>{},
                  "stop strings: a candidate's text ends before the first match"),
+      P::strings("completion_stop", std::vector<std::string>{},
+                 "more stop strings used only in complete mode (e.g. \"\\ndef \" ends a "
+                 "continued function where the next top-level one starts)"),
       P::choice("mode", "auto", {"auto", "complete", "instruct"},
                 "complete: continue the code before the cursor; instruct: the chat template; "
                 "auto: complete when the task has a cursor or /prefix"),

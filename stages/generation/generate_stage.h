@@ -39,7 +39,8 @@
 namespace vsynth::stages::generation {
 
 struct GenerateSettings {
-  kernels::GenerateOptions decode;  // sampler params, max_new_tokens, stop strings
+  kernels::GenerateOptions decode;           // sampler params, max_new_tokens, stop strings
+  std::vector<std::string> completion_stop;  // added to decode.stop in complete mode
   PromptSettings prompt;
   int n_candidates = 1;
   double retry_temperature_step = 0.3;

@@ -26,6 +26,7 @@
 #include "kernels/model/rope.h"
 #include "kernels/model/vec_math.h"
 #include "kernels/model/weights.h"
+#include "kernels/quant/fp16.h"
 #include "kernels/tokenizer/gguf_vocab.h"
 
 namespace vsynth::kernels {
@@ -37,15 +38,35 @@ constexpr int32_t kBlockTokens = 32;
 // sliding-window bookkeeping simple; llama.cpp's default micro-batch is the same.
 constexpr int32_t kMaxChunk = 512;
 
-// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for m rows of n.
+// y[r] = x[r] * (1 / sqrt(mean(x[r]^2) + eps)) * w, for m rows of n. As ggml: squares summed in
+// double, the scale computed in fp32.
 void rms_norm(const vec::Kernels& vk, const float* x, const float* w, float* y, int32_t m,
               int32_t n, float eps) {
   for (int32_t r = 0; r < m; ++r) {
     const float* xr = x + static_cast<size_t>(r) * n;
-    const double ms = vk.sum_squares(xr, n) / n;
-    const float s = static_cast<float>(1.0 / std::sqrt(ms + static_cast<double>(eps)));
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i] * xr[i]);
+    const float mean = static_cast<float>(sum / n);
+    const float s = 1.0f / std::sqrt(mean + eps);
     vk.scale_mul(xr, s, w, y + static_cast<size_t>(r) * n, n);
   }
+}
+
+// y = x W^T for m rows. Float weight types take float inputs in our kernels; ggml converts the
+// inputs to the weight's type first (f16 / bf16), so round a copy the same way here to keep our
+// logits comparable with llama.cpp's. Quantized types quantize their inputs inside matmul.
+void linear(const WeightView& w, const float* x, int32_t m, float* y) {
+  if (w.type != DType::F16 && w.type != DType::BF16) {
+    matmul(w, x, m, y);
+    return;
+  }
+  const size_t n = static_cast<size_t>(m) * static_cast<size_t>(w.cols);
+  std::vector<float> r(n);
+  for (size_t i = 0; i < n; ++i) {
+    r[i] =
+        w.type == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x[i])) : bf16_to_fp32(fp32_to_bf16(x[i]));
+  }
+  matmul(w, r.data(), m, y);
 }
 
 class ModelImpl;
@@ -274,9 +295,9 @@ void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_ro
     const bool sliding = c.layer_sliding[static_cast<size_t>(l)];
 
     rms_norm(vk, x, L.attn_norm, h, m, d, c.rms_eps);
-    matmul(L.wq, h, m, q);
-    matmul(L.wk, h, m, k);
-    matmul(L.wv, h, m, v);
+    linear(L.wq, h, m, q);
+    linear(L.wk, h, m, k);
+    linear(L.wv, h, m, v);
     if (c.qkv_bias) {
       for (int32_t t = 0; t < m; ++t) {
         vk.add(q + static_cast<size_t>(t) * qn, L.bq, qn);
@@ -303,19 +324,19 @@ void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_ro
     AttentionShape shape{H, Hkv, dk, dv, sliding ? c.sliding_window : 0};
     attention(kv_->view(l, p0 + m), shape, q, m, p0, att);
 
-    matmul(L.wo, att, m, o);
+    linear(L.wo, att, m, o);
     if (c.post_norms) rms_norm(vk, o, L.post_attn_norm, o, m, d, c.rms_eps);
     vk.add(x, o, m * d);
 
     rms_norm(vk, x, L.ffn_norm, h, m, d, c.rms_eps);
-    matmul(L.w_gate, h, m, gt);
-    matmul(L.w_up, h, m, up);
+    linear(L.w_gate, h, m, gt);
+    linear(L.w_up, h, m, up);
     if (c.ffn_act == FfnActivation::GeluTanh) {
       vk.gelu_mul(gt, up, m * F);
     } else {
       vk.silu_mul(gt, up, m * F);
     }
-    matmul(L.w_down, gt, m, o);
+    linear(L.w_down, gt, m, o);
     if (c.post_norms) rms_norm(vk, o, L.post_ffn_norm, o, m, d, c.rms_eps);
     vk.add(x, o, m * d);
   }
@@ -324,7 +345,7 @@ void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_ro
   if (rows <= 0) return;
   const float* xr = x + static_cast<size_t>(first_logit_row) * d;
   rms_norm(vk, xr, W.output_norm, h, rows, d, c.rms_eps);
-  matmul(W.output, h, rows, logits_out);
+  linear(W.output, h, rows, logits_out);
 }
 
 }  // namespace

@@ -5,32 +5,29 @@
 namespace vsynth::kernels {
 
 Rope::Rope(RopeKind kind, int32_t rope_dims, float base, float freq_scale)
-    : kind_(kind), dims_(rope_dims) {
-  inv_freq_.resize(static_cast<size_t>(rope_dims / 2));
-  for (int32_t i = 0; i < rope_dims / 2; ++i) {
-    inv_freq_[static_cast<size_t>(i)] =
-        static_cast<double>(freq_scale) *
-        std::pow(static_cast<double>(base), -2.0 * i / static_cast<double>(rope_dims));
-  }
-}
+    : kind_(kind), dims_(rope_dims), base_(base), freq_scale_(freq_scale) {}
 
 void Rope::angles(int32_t p0, int32_t m, std::vector<float>& cos, std::vector<float>& sin) const {
-  const size_t half = inv_freq_.size();
+  // As ggml computes them (so that logits can be compared with llama.cpp closely): in fp32,
+  // theta_0 = p and theta_{i+1} = theta_i * base^(-2/dims), scaled by freq_scale, cosf/sinf.
+  const size_t half = static_cast<size_t>(dims_ / 2);
+  const float theta_scale = std::pow(base_, -2.0f / static_cast<float>(dims_));
   cos.resize(static_cast<size_t>(m) * half);
   sin.resize(static_cast<size_t>(m) * half);
   for (int32_t t = 0; t < m; ++t) {
-    const double p = static_cast<double>(p0 + t);
+    float theta = static_cast<float>(p0 + t);
     for (size_t i = 0; i < half; ++i) {
-      const double th = p * inv_freq_[i];
-      cos[static_cast<size_t>(t) * half + i] = static_cast<float>(std::cos(th));
-      sin[static_cast<size_t>(t) * half + i] = static_cast<float>(std::sin(th));
+      const float th = freq_scale_ * theta;
+      cos[static_cast<size_t>(t) * half + i] = std::cos(th);
+      sin[static_cast<size_t>(t) * half + i] = std::sin(th);
+      theta *= theta_scale;
     }
   }
 }
 
 void Rope::apply(float* x, int32_t m, int32_t n_heads, int32_t head_dim,
                  const std::vector<float>& cos, const std::vector<float>& sin) const {
-  const size_t half = inv_freq_.size();
+  const size_t half = static_cast<size_t>(dims_ / 2);
   for (int32_t t = 0; t < m; ++t) {
     const float* c = cos.data() + static_cast<size_t>(t) * half;
     const float* s = sin.data() + static_cast<size_t>(t) * half;

@@ -2,8 +2,9 @@
 //
 // For pair i of a head (i < rope_dims / 2) at position p the angle is
 //   theta = p * freq_scale * base^(-2i / rope_dims)
-// computed in double, then rounded to fp32 cos/sin. NEOX pairs element i with i + rope_dims/2
-// (gemma3, qwen2); NORM pairs elements 2i and 2i+1 (llama). Dims past rope_dims are untouched.
+// computed in fp32 the way ggml does (repeated multiplication by base^(-2/rope_dims)). NEOX pairs
+// element i with i + rope_dims/2 (gemma3, qwen2); NORM pairs elements 2i and 2i+1 (llama). Dims
+// past rope_dims are untouched.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,8 @@ class Rope {
  private:
   RopeKind kind_;
   int32_t dims_;
-  std::vector<double> inv_freq_;  // [dims/2]: freq_scale * base^(-2i/dims)
+  float base_;
+  float freq_scale_;
 };
 
 }  // namespace vsynth::kernels

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/cpu_path.h"
+#include "kernels/quant/fp16.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -59,10 +61,34 @@ void i8_to_f32_scalar(const int8_t* x, const float* per, float s, float* y, int 
   for (int i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]) * (per ? per[i] : s);
 }
 
+// GELU (tanh form) the way ggml's CPU backend computes it for GEGLU, so that logits can be
+// compared with llama.cpp closely: x is rounded to fp16, looked up in a table of fp16 results
+// (gelu computed in fp32), and the lookup multiplies the gate in fp32; |x| >= 10 bypasses the
+// table (0 below -10, x above 10).
+const std::vector<float>& gelu_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float x = fp16_to_fp32(static_cast<uint16_t>(i));
+      const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoef * x * x)));
+      t[i] = fp16_to_fp32(fp32_to_fp16(g));
+    }
+    return t;
+  }();
+  return table;
+}
+
 void gelu_mul_scalar(float* g, const float* u, int n) {
+  const float* table = gelu_table().data();
   for (int i = 0; i < n; ++i) {
     const float x = g[i];
-    g[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoef * x * x))) * u[i];
+    if (x <= -10.0f) {
+      g[i] = 0.0f;
+    } else if (x >= 10.0f) {
+      g[i] = x * u[i];
+    } else {
+      g[i] = table[fp32_to_fp16(x)] * u[i];
+    }
   }
 }
 
@@ -236,26 +262,17 @@ VSYNTH_AVX2 void i8_to_f32_avx2(const int8_t* x, const float* per, float s, floa
   for (; i < n; ++i) y[i] = static_cast<float>(x[i]) * (per ? per[i] : s);
 }
 
-// tanh(z) = 1 - 2 / (exp(2z) + 1), with z clamped where tanh is +-1 in fp32.
-VSYNTH_AVX2 inline __m256 tanh256(__m256 z) {
-  z = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-9.0f)), _mm256_set1_ps(9.0f));
-  const __m256 e = exp256(_mm256_add_ps(z, z));
-  return _mm256_sub_ps(_mm256_set1_ps(1.0f),
-                       _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
-}
-
 VSYNTH_AVX2 void gelu_mul_avx2(float* g, const float* u, int n) {
+  const float* table = gelu_table().data();
+  const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
   int i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 x = _mm256_loadu_ps(g + i);
-    const __m256 x2 = _mm256_mul_ps(x, x);
-    const __m256 inner =
-        _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(kSqrt2OverPi), x),
-                      _mm256_fmadd_ps(_mm256_set1_ps(kGeluCoef), x2, _mm256_set1_ps(1.0f)));
-    const __m256 t = tanh256(inner);
-    const __m256 gel = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x),
-                                     _mm256_add_ps(_mm256_set1_ps(1.0f), t));
-    _mm256_storeu_ps(g + i, _mm256_mul_ps(gel, _mm256_loadu_ps(u + i)));
+    const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT);
+    const __m256 t = _mm256_i32gather_ps(table, _mm256_cvtepu16_epi32(h), 4);
+    __m256 r = _mm256_blendv_ps(t, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
+    r = _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LE_OQ), r);
+    _mm256_storeu_ps(g + i, _mm256_mul_ps(r, _mm256_loadu_ps(u + i)));
   }
   gelu_mul_scalar(g + i, u + i, n - i);
 }

@@ -22,7 +22,7 @@ struct Kernels {
   float (*exp_sum)(const float* x, float sub, float* y, int n);
   // y[i] = x[i] * (per ? per[i] : s).
   void (*i8_to_f32)(const int8_t* x, const float* per, float s, float* y, int n);
-  // g[i] = gelu_tanh(g[i]) * u[i]   /   g[i] = silu(g[i]) * u[i].
+  // g[i] = gelu_tanh(g[i]) * u[i] (ggml's fp16-table GELU)   /   g[i] = silu(g[i]) * u[i].
   void (*gelu_mul)(float* g, const float* u, int n);
   void (*silu_mul)(float* g, const float* u, int n);
   // sum of x[i]^2 (fp32 lanes, summed in double at the end).

@@ -2,8 +2,12 @@
 # Regenerates the golden data in tests/data/golden/ from llama.cpp, through llama-cpp-python in
 # a project-local virtual environment (.venv-bench/, git-ignored; later benchmarks use it too).
 #
-#   scripts/golden/regen.sh              tokenizer goldens (needs models/, see setup-model.sh)
-#   scripts/golden/regen.sh --skip-model only the synthetic vocabularies
+#   scripts/golden/regen.sh              tokenizer and logits goldens (needs models/, see
+#                                        setup-model.sh)
+#   scripts/golden/regen.sh --skip-model only the synthetic vocabularies and synthetic models
+#
+# Logits goldens (make_logits_golden.py): teacher-forced llama.cpp logits on the default model
+# (~5 minutes on 2 cores) and on two tiny synthetic GGUFs the script writes from fixed seeds.
 #
 # The first run builds llama.cpp from source inside `pip install llama-cpp-python`: about 25
 # minutes on 2 cores. Later runs reuse the environment and take seconds.
@@ -21,3 +25,8 @@ if ! "$venv/bin/python" -c "import llama_cpp, gguf" 2>/dev/null; then
 fi
 
 "$venv/bin/python" "$here/make_tokenizer_golden.py" "$@"
+if [ "${1:-}" = "--skip-model" ]; then
+  "$venv/bin/python" "$here/make_logits_golden.py" --only synth
+else
+  "$venv/bin/python" "$here/make_logits_golden.py"
+fi

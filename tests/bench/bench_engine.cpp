@@ -1,0 +1,263 @@
+// Decoder engine throughput, side by side with llama.cpp on the same GGUF, thread count and
+// prompt: prefill and decode tokens/s (batch 1) at several context lengths, our decode as a
+// fraction of the memory-bandwidth roofline, and INT8 vs FP16 KV at the longest context.
+//
+//   ninja -C build-engine bench_engine
+//   ./build-engine/tests/bench/bench_engine [--model models/gemma-3-270m-q4_k_m.gguf]
+//       [--threads 2] [--contexts 512,1024,2048,4096] [--decode 32] [--repeats 2]
+//       [--no-llama | --llama-json FILE] [out.json]
+//
+// llama.cpp's figures come from scripts/bench/llama_cpp_engine_bench.py run through
+// .venv-bench/bin/python (scripts/golden/regen.sh makes that environment); without it the
+// llama.cpp columns are empty. Prompt: the code corpus (tests/data/golden/corpus/) tokenized by
+// our tokenizer with BOS, repeated to length. For each context C: prefill = the first C tokens
+// from an empty cache; decode = `--decode` single tokens right after (the next prompt tokens).
+// Best of `--repeats` runs (the machine is shared). Roofline: bytes a decode step reads
+// (every linear layer's weights including the output projection, plus the KV cache visible at
+// C) times decode tokens/s, over the best 2-thread streaming read of a 1 GiB buffer.
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include <emmintrin.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/engine.h"
+
+using namespace vsynth::kernels;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+namespace {
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Sum of 16-byte lanes with four accumulators (SSE2): a read loop that is never the limit.
+uint64_t read_sum(const uint8_t* p, size_t n) {
+  const auto* v = reinterpret_cast<const __m128i*>(p);
+  __m128i a = _mm_setzero_si128(), b = a, c = a, d = a;
+  for (size_t i = 0; i + 4 <= n / 16; i += 4) {
+    a = _mm_add_epi64(a, _mm_load_si128(v + i));
+    b = _mm_add_epi64(b, _mm_load_si128(v + i + 1));
+    c = _mm_add_epi64(c, _mm_load_si128(v + i + 2));
+    d = _mm_add_epi64(d, _mm_load_si128(v + i + 3));
+  }
+  const __m128i s = _mm_add_epi64(_mm_add_epi64(a, b), _mm_add_epi64(c, d));
+  return static_cast<uint64_t>(_mm_cvtsi128_si64(s));
+}
+
+// Best read bandwidth (GB/s) with `threads` threads over 32 MiB pieces of a 1 GiB buffer read in
+// order (more than the 260 MB L3, so pieces come from DRAM).
+double stream_gbps(int threads, int passes) {
+  const size_t bytes = size_t{1} << 30, piece = size_t{32} << 20;
+  auto* buf = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+  std::memset(buf, 1, bytes);
+  volatile uint64_t sink = 0;
+  tbb::task_arena arena(threads);
+  double best = 0;
+  const size_t step = piece * static_cast<size_t>(threads);
+  for (int p = 0; p < passes; ++p) {
+    for (size_t off = 0; off + step <= bytes; off += step) {
+      const auto t0 = Clock::now();
+      arena.execute([&] {
+        tbb::parallel_for(
+            0, threads,
+            [&](int i) {
+              sink = sink + read_sum(buf + off + static_cast<size_t>(i) * piece, piece);
+            },
+            tbb::static_partitioner());
+      });
+      best = std::max(best, static_cast<double>(step) / since(t0) / 1e9);
+    }
+  }
+  std::free(buf);
+  return best;
+}
+
+struct Row {
+  int context = 0;
+  double prefill_tps = 0, decode_tps = 0;
+};
+
+Row run_ours(Model& m, const std::vector<int32_t>& toks, int ctx, int decode, int repeats) {
+  Row r;
+  r.context = ctx;
+  for (int rep = 0; rep < repeats; ++rep) {
+    auto seq = m.new_sequence();
+    auto t0 = Clock::now();
+    seq->prefill(std::span(toks).first(static_cast<size_t>(ctx)));
+    r.prefill_tps = std::max(r.prefill_tps, ctx / since(t0));
+    t0 = Clock::now();
+    for (int i = 0; i < decode; ++i) seq->decode(toks[static_cast<size_t>(ctx + i)]);
+    r.decode_tps = std::max(r.decode_tps, decode / since(t0));
+  }
+  return r;
+}
+
+// Bytes one decode step at context ctx reads: linear weights (the embedding lookup reads one
+// row, so a tied token_embd counts once, as the output projection) plus the visible KV.
+double decode_bytes(const Model& m, int ctx, KvType kv) {
+  const ModelConfig& c = m.config();
+  double kv_bytes = 0;
+  const double per_tok =
+      c.n_kv_heads * (c.head_dim_k + c.head_dim_v) * (kv == KvType::F16 ? 2.0 : 1.0);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const bool sl = c.layer_sliding[static_cast<size_t>(l)];
+    kv_bytes += per_tok * (sl ? std::min(ctx, c.sliding_window) : ctx);
+  }
+  return static_cast<double>(m.weight_bytes()) + kv_bytes;
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');) v.push_back(std::stoi(x));
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const fs::path root = VSYNTH_SOURCE_DIR;
+  fs::path model_path = root / "models/gemma-3-270m-q4_k_m.gguf";
+  int threads = 2, decode = 32, repeats = 2;
+  std::vector<int> contexts = {512, 1024, 2048, 4096};
+  bool llama = true;
+  std::string llama_json, out_path = "bench_engine.json";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--model")
+      model_path = next();
+    else if (a == "--threads")
+      threads = std::stoi(next());
+    else if (a == "--contexts")
+      contexts = parse_list(next());
+    else if (a == "--decode")
+      decode = std::stoi(next());
+    else if (a == "--repeats")
+      repeats = std::stoi(next());
+    else if (a == "--no-llama")
+      llama = false;
+    else if (a == "--llama-json")
+      llama_json = next();
+    else
+      out_path = a;
+  }
+  const int max_ctx = *std::max_element(contexts.begin(), contexts.end());
+  ModelOptions opt;
+  opt.threads = threads;
+  opt.context_length = max_ctx + decode;
+  auto f16 = Model::load(model_path, opt);
+
+  // The prompt: the code corpus, repeated to length.
+  std::string text;
+  for (const auto& e : fs::directory_iterator(root / "tests/data/golden/corpus")) {
+    if (e.path().extension() == ".json") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    text += std::string(std::istreambuf_iterator<char>(in), {}) + "\n";
+  }
+  std::vector<int32_t> toks = f16->tokenizer().encode(text);
+  const std::vector<int32_t> once(toks.begin() + 1, toks.end());
+  while (static_cast<int>(toks.size()) < max_ctx + decode)
+    toks.insert(toks.end(), once.begin(), once.end());
+  toks.resize(static_cast<size_t>(max_ctx + decode));
+
+  // llama.cpp, through the venv.
+  nlohmann::json lj;
+  const fs::path py = root / ".venv-bench/bin/python";
+  if (llama && llama_json.empty() && fs::exists(py)) {
+    const fs::path tok_path = fs::temp_directory_path() / "bench_engine_tokens.json";
+    llama_json = (fs::temp_directory_path() / "bench_engine_llama.json").string();
+    std::ofstream(tok_path) << nlohmann::json{{"tokens", toks}}.dump();
+    std::string list;
+    for (int c : contexts) list += (list.empty() ? "" : ",") + std::to_string(c);
+    const std::string cmd =
+        py.string() + " " + (root / "scripts/bench/llama_cpp_engine_bench.py").string() + " " +
+        model_path.string() + " " + tok_path.string() + " " + llama_json + " --threads " +
+        std::to_string(threads) + " --contexts " + list + " --decode " + std::to_string(decode) +
+        " --repeats " + std::to_string(repeats);
+    std::printf("running llama.cpp: %s\n", cmd.c_str());
+    if (std::system(cmd.c_str()) != 0) {
+      std::printf("llama.cpp driver failed; its columns stay empty\n");
+      llama_json.clear();
+    }
+  }
+  if (!llama_json.empty() && fs::exists(llama_json))
+    lj = nlohmann::json::parse(std::ifstream(llama_json));
+  const auto lrow = [&](int ctx, const char* key) {
+    if (!lj.contains("rows")) return 0.0;
+    for (const auto& r : lj["rows"]) {
+      if (r["context"].get<int>() == ctx) return r[key].get<double>();
+    }
+    return 0.0;
+  };
+
+  std::printf("measuring streaming read bandwidth (%d threads)...\n", threads);
+  const double bw = stream_gbps(threads, 3);
+
+  std::vector<Row> ours;
+  for (int c : contexts) {
+    ours.push_back(run_ours(*f16, toks, c, decode, repeats));
+    std::printf("ours ctx %d: prefill %.1f t/s, decode %.2f t/s\n", c, ours.back().prefill_tps,
+                ours.back().decode_tps);
+  }
+  opt.kv_type = KvType::Int8;
+  auto i8 = Model::load(model_path, opt);
+  const Row r8 = run_ours(*i8, toks, max_ctx, decode, repeats);
+  const Row& r16 = ours.back();
+
+  std::printf(
+      "\nEngine (CPU): %s, %d threads, decode %d tokens, best of %d; stream read %.1f GB/s\n\n",
+      model_path.filename().string().c_str(), threads, decode, repeats, bw);
+  std::printf(
+      "| context | prefill t/s ours | llama.cpp | ratio | decode t/s ours | llama.cpp | ratio | "
+      "decode MB/token | roofline |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  nlohmann::json j;
+  j["model"] = model_path.filename().string();
+  j["threads"] = threads;
+  j["stream_read_gbps"] = bw;
+  for (const Row& r : ours) {
+    const double lp = lrow(r.context, "prefill_tps"), ld = lrow(r.context, "decode_tps");
+    const double mb = decode_bytes(*f16, r.context, KvType::F16) / 1e6;
+    const double roof = mb * 1e6 * r.decode_tps / (bw * 1e9);
+    std::printf("| %d | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f | %.0f%% |\n", r.context,
+                r.prefill_tps, lp, lp > 0 ? r.prefill_tps / lp : 0.0, r.decode_tps, ld,
+                ld > 0 ? r.decode_tps / ld : 0.0, mb, 100 * roof);
+    j["rows"].push_back({{"context", r.context},
+                         {"prefill_tps", r.prefill_tps},
+                         {"decode_tps", r.decode_tps},
+                         {"llama_prefill_tps", lp},
+                         {"llama_decode_tps", ld},
+                         {"decode_mb_per_token", mb},
+                         {"roofline", roof}});
+  }
+  std::printf(
+      "\nKV cache at %d: FP16 decode %.2f t/s, prefill %.1f t/s | INT8 decode %.2f t/s "
+      "(%.2fx), prefill %.1f t/s (%.2fx)\n",
+      max_ctx, r16.decode_tps, r16.prefill_tps, r8.decode_tps, r8.decode_tps / r16.decode_tps,
+      r8.prefill_tps, r8.prefill_tps / r16.prefill_tps);
+  j["kv_at_max_context"] = {{"context", max_ctx},
+                            {"f16_decode_tps", r16.decode_tps},
+                            {"int8_decode_tps", r8.decode_tps},
+                            {"f16_prefill_tps", r16.prefill_tps},
+                            {"int8_prefill_tps", r8.prefill_tps}};
+  if (lj.contains("llama_cpp_python")) j["llama_cpp_python"] = lj["llama_cpp_python"];
+  std::ofstream(out_path) << j.dump(2) << "\n";
+  std::printf("wrote %s\n", out_path.c_str());
+  return 0;
+}

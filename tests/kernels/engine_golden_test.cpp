@@ -1,0 +1,132 @@
+// The forward pass against llama.cpp: teacher-forced logits on the default model (>= 2k tokens
+// of code) and on two tiny synthetic models (llama with GQA and an untied output, qwen2 with
+// q/k/v biases and a tied output). Golden data: scripts/golden/regen.sh (make_logits_golden.py).
+//
+// What is checked, and why the top-1 thresholds are what they are:
+//   - teacher-forced perplexity within 1% of llama.cpp's, and the log-probability of llama.cpp's
+//     top-1 token close to its own on average (mean |d log p|): the distributions agree;
+//   - top-1 agreement: >= 99% on the synthetic qwen2, >= 97% on the synthetic llama and >= 94%
+//     on gemma3. These models with 8-bit activation quantization are chaotic at the top-1
+//     level: on gemma3, rounding the activation block scales to fp16 (a 0.05% change) flips
+//     5.8% of our own top-1s; llama.cpp with flash_attn=True agrees with llama.cpp without it
+//     on 96.1% of the positions; llama.cpp agrees with a float64 evaluation of the same
+//     quantized weights on 97.4% (ours: 96.6%). The synthetic llama (bf16/f16 layers, a sharp
+//     untied output) is the same: 97.9-99.2% depending on the seed. Matching llama.cpp's top-1
+//     at 99% would take a bit-exact copy of ggml's rounding at every step; we copy the cheap
+//     parts (fp16 q and probabilities in attention, the fp16 GELU table, fp32 RoPE angles,
+//     f16/bf16 rounding of inputs to f16/bf16 weights) and not the activation quantizers.
+//   - INT8 KV against FP16 KV: perplexity within 1%, top-1 agreement >= 97% on the synthetic
+//     models and >= 93% on gemma3 (same reason).
+// The figures are printed (WARN) on every run.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+
+#include "tests/kernels/engine_test_util.h"
+
+using namespace vsynth::kernels;
+using namespace vsynth::kernels::test;
+
+namespace {
+
+std::string describe(const char* what, const LogitsComparison& c) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%s: top-1 agreement %zu/%zu = %.2f%%; top-5 logits rel. error max %.4f mean "
+                "%.5f; full rows (%zu) rel. error max %.4f mean %.5f; perplexity %.4f (llama.cpp "
+                "%.4f); mean |d log p(top-1)| %.4f",
+                what, c.top1_agree, c.rows, 100.0 * c.agreement(), c.top_max_rel, c.top_mean_rel(),
+                c.full_count, c.full_max_rel, c.full_mean_rel, c.ppl_ours(), c.ppl_ref(),
+                c.mean_dlogp());
+  return buf;
+}
+
+ModelOptions opts(KvType kv, int32_t ctx) {
+  ModelOptions o;
+  o.kv_type = kv;
+  o.threads = 2;
+  o.context_length = ctx;
+  return o;
+}
+
+void check_synth(const std::string& arch, double min_top1) {
+  const LogitsGolden g = read_logits_golden(kGoldenDir / ("logits_" + arch + "_synth.bin"));
+  auto model = Model::load(kGoldenDir / ("model_" + arch + "_synth.gguf"), opts(KvType::F16, 512));
+  REQUIRE(model->config().vocab_size == static_cast<int32_t>(g.vocab));
+  for (int32_t chunk : {64, 1}) {
+    const LogitsComparison c = run_golden(*model, g, chunk);
+    WARN(describe((arch + "_synth f16 chunk " + std::to_string(chunk)).c_str(), c));
+    CHECK(c.agreement() >= min_top1);
+    CHECK(c.full_count == g.full_pos.size());
+    CHECK(c.top_mean_rel() < 0.01);
+    CHECK(c.full_mean_rel < 0.02);
+    CHECK(std::fabs(c.ppl_ours() / c.ppl_ref() - 1.0) < 0.01);
+    CHECK(c.mean_dlogp() < 0.04);
+  }
+  // INT8 KV against our FP16 KV on the same sequence.
+  const LogitsComparison c16 = run_golden(*model, g, 64);
+  auto model8 =
+      Model::load(kGoldenDir / ("model_" + arch + "_synth.gguf"), opts(KvType::Int8, 512));
+  const LogitsComparison c8 = run_golden(*model8, g, 64);
+  WARN(describe((arch + "_synth int8 KV vs llama.cpp").c_str(), c8));
+  size_t same = 0;
+  for (size_t i = 0; i < c8.our_top1.size(); ++i) same += c8.our_top1[i] == c16.our_top1[i];
+  WARN(arch << "_synth int8 KV vs f16 KV: top-1 agreement " << same << "/" << c8.rows);
+  CHECK(static_cast<double>(same) >= 0.97 * static_cast<double>(c8.rows));
+  CHECK(std::fabs(c8.ppl_ours() / c16.ppl_ours() - 1.0) < 0.02);
+}
+
+}  // namespace
+
+TEST_CASE("engine golden: synthetic llama matches llama.cpp", "[engine][golden]") {
+  check_synth("llama", 0.97);
+}
+
+TEST_CASE("engine golden: synthetic qwen2 matches llama.cpp", "[engine][golden]") {
+  check_synth("qwen2", 0.99);
+}
+
+TEST_CASE("engine golden: gemma3 270m on 2.5k tokens of code matches llama.cpp",
+          "[engine][golden][model]") {
+  if (!std::filesystem::exists(kDefaultModel)) {
+    WARN("skipped: " << kDefaultModel.string() << " is absent (run scripts/setup-model.sh)");
+    return;
+  }
+  const LogitsGolden g = read_logits_golden(kGoldenDir / "logits_gemma3.bin");
+  auto f16 = Model::load(kDefaultModel, opts(KvType::F16, 4096));
+  REQUIRE(f16->config().vocab_size == static_cast<int32_t>(g.vocab));
+  const LogitsComparison c = run_golden(*f16, g, 128);
+  WARN(describe("gemma3 f16 KV, prefill chunks of 128", c));
+  CHECK(c.agreement() >= 0.94);
+  CHECK(c.full_count == g.full_pos.size());
+  CHECK(std::fabs(c.ppl_ours() / c.ppl_ref() - 1.0) < 0.01);
+  CHECK(c.mean_dlogp() < 0.08);
+
+  // INT8 KV on the same sequence: against FP16 KV and against llama.cpp.
+  auto i8 = Model::load(kDefaultModel, opts(KvType::Int8, 4096));
+  const LogitsComparison c8 = run_golden(*i8, g, 128);
+  size_t same = 0;
+  for (size_t i = 0; i < c.our_top1.size(); ++i) same += c.our_top1[i] == c8.our_top1[i];
+  const double int8_vs_f16 = static_cast<double>(same) / static_cast<double>(c.our_top1.size());
+  WARN(describe("gemma3 int8 KV vs llama.cpp", c8));
+  WARN("gemma3 int8 KV vs f16 KV: top-1 agreement " << same << "/" << c.our_top1.size() << " = "
+                                                    << 100.0 * int8_vs_f16 << "%");
+  CHECK(int8_vs_f16 >= 0.93);
+  CHECK(std::fabs(c8.ppl_ours() / c.ppl_ours() - 1.0) < 0.01);
+}
+
+TEST_CASE("engine golden: gemma3 decode path (token by token, past the sliding window)",
+          "[engine][golden][model]") {
+  if (!std::filesystem::exists(kDefaultModel)) {
+    WARN("skipped: " << kDefaultModel.string() << " is absent (run scripts/setup-model.sh)");
+    return;
+  }
+  const LogitsGolden g = read_logits_golden(kGoldenDir / "logits_gemma3.bin");
+  auto model = Model::load(kDefaultModel, opts(KvType::F16, 4096));
+  const LogitsComparison c = run_golden(*model, g, 1, 720);
+  WARN(describe("gemma3 f16 KV, decode 720 tokens", c));
+  CHECK(c.agreement() >= 0.94);
+  CHECK(c.mean_dlogp() < 0.08);
+  CHECK(c.full_count == 1);  // position 700
+}

@@ -9,10 +9,12 @@
 //   path            the .gguf file; empty: $VSYNTH_MODEL, else models/gemma-3-270m-q4_k_m.gguf
 //                   under the working directory, then under the source tree
 //   device          auto | cpu | cuda (cuda is refused until the CUDA backend lands; auto = cpu)
-//   kv_cache        f16 | int8. Default f16: the default model keeps one 256-wide KV head per
-//                   layer, ~18 KiB per token in f16, so int8 saves little memory while adding
-//                   quantization error to a small model; pick int8 for long contexts or many
-//                   concurrent sequences of a larger model.
+//   kv_cache        f16 | int8. Default f16. Measured on the default model (700 tokens of C++
+//                   teacher-forced through both): int8 gives mean KL(f16 || int8) 0.011 nats per
+//                   token and flips the top-1 token at 5.4% of positions (perplexity 11.21 vs
+//                   11.17: a wash), at the same speed (one 256-wide KV head per layer is
+//                   ~18 KiB per token in f16, so the cache is never the bottleneck here). Pick
+//                   int8 for long contexts or many concurrent sequences of a larger model.
 //   threads         compute threads (0: every core)
 //   context_length  positions per sequence (0: the model's trained length)
 #pragma once

@@ -52,7 +52,12 @@ void SandboxPool::loop() {
     std::function<void()> job = std::move(jobs_.front());
     jobs_.pop_front();
     l.unlock();
-    job();  // jobs catch their own exceptions (they complete their item either way)
+    try {
+      job();  // jobs complete their item themselves, exceptions included
+    } catch (...) {
+      // A job that throws anyway loses only itself (its Completion, dropped, fails the item);
+      // the worker lives on.
+    }
     job = nullptr;
     l.lock();
   }

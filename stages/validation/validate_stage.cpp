@@ -150,17 +150,20 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
 
 ValidateStage::ValidateStage(std::shared_ptr<SandboxPool> pool, ValidateSettings settings,
                              ValidatePorts ports, std::string name)
-    : shared_(std::make_shared<const Shared>(
-          Shared{std::move(pool), std::move(settings), ports, std::move(name)})) {}
+    : pool_(std::move(pool)),
+      shared_(std::make_shared<const Shared>(
+          Shared{&pool_->checker(), std::move(settings), ports, std::move(name)})) {}
 
 void ValidateStage::submit(graph::ItemPtr item, graph::Completion done) {
-  shared_->pool->submit([shared = shared_, item = std::move(item), done = std::move(done)] {
+  pool_->submit([shared = shared_, item = std::move(item), done = std::move(done)] {
     try {
-      const graph::Port port = validate_item(*item, shared->pool->checker(), shared->settings,
-                                             shared->ports, shared->name);
+      const graph::Port port =
+          validate_item(*item, *shared->checker, shared->settings, shared->ports, shared->name);
       done(port);
     } catch (const std::exception& e) {
       done.fail(e.what());
+    } catch (...) {
+      done.fail("validation failed with an unknown exception");
     }
   });
 }

@@ -74,13 +74,17 @@ class ValidateStage : public graph::AsyncStage {
   void submit(graph::ItemPtr item, graph::Completion done) override;
 
  private:
+  // What a job holds. Not the pool: a job that dropped the last reference to its pool would
+  // destroy it on one of the pool's own threads. The checker lives as long as the pool, whose
+  // destructor finishes running jobs and drops queued ones.
   struct Shared {
-    std::shared_ptr<SandboxPool> pool;
+    const Checker* checker;
     ValidateSettings settings;
     ValidatePorts ports;
     std::string name;
   };
-  std::shared_ptr<const Shared> shared_;  // what queued jobs hold (they may outlive this)
+  std::shared_ptr<SandboxPool> pool_;
+  std::shared_ptr<const Shared> shared_;
 };
 
 graph::Contract validate_contract();

@@ -12,8 +12,8 @@ cd "$root"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-pipeline=${PIPELINE:-pipelines/anchor.yaml}
-tasks=${TASKS:-examples/tasks/completion.jsonl}
+pipeline=${PIPELINE:-pipelines/synthesize.yaml}
+tasks=${TASKS:-examples/tasks/main.jsonl}
 mkdir -p results
 export VSYNTH_MODEL=${VSYNTH_MODEL:-$root/models/gemma-3-270m-q4_k_m.gguf}
 echo "== vsynth run $pipeline --input $tasks --output results/main.jsonl"

@@ -172,7 +172,10 @@ void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor_facet
   for (const NameUse& use : uses) {
     auto it = by_name.find(use.name);
     if (it == by_name.end()) continue;
-    for (uint32_t i : it->second) set_rank(units[i].reasons.ref_rank, rank);
+    for (uint32_t i : it->second) {
+      set_rank(units[i].reasons.ref_rank, rank);
+      if (use.distance == 0) units[i].reasons.at_cursor = true;
+    }
     ++rank;
   }
   for (Unit& u : units) {

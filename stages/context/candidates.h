@@ -10,6 +10,7 @@
 //   class_member  fields and constructors of the enclosing class, and the type definitions
 //                 named like it (a Rust struct for its impl, a Go struct for its methods'
 //                 receiver, a C++ class for an out-of-line method) with their fields
+//   at_cursor     definitions named by the identifier touching the cursor (the word typed)
 //   ref_rank      definitions named by identifiers of the focus, ranked by their nearest use
 //                 to the cursor (0: the identifier at the cursor); imports whose names it uses
 //   row_distance  rows between each unit and the cursor

@@ -13,8 +13,8 @@ namespace {
 bool matters(const Unit& u) {
   const Reasons& r = u.reasons;
   return !u.container && !u.removed &&
-         (r.focus || r.class_member || r.in_focus || r.ref_rank >= 0 || r.edit_rank >= 0 ||
-          r.hop >= 0);
+         (r.focus || r.at_cursor || r.class_member || r.in_focus || r.ref_rank >= 0 ||
+          r.edit_rank >= 0 || r.hop >= 0);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct Reached {
   uint32_t unit = 0;
   int hop = 0;
   int rank = 0;
+  bool at_cursor = false;
   std::string via;
   int32_t candidate = -1;  // in-file: the candidate unit
 };
@@ -67,7 +68,7 @@ bool Expander::reach(const ProjectIndex::Ref& ref, int hop, int rank, std::strin
   if (seen_.count(key)) return false;
   if (per_hop_[hop] >= o_.max_per_hop) return false;
   const Unit& u = ref.file->units[ref.unit];
-  Reached r{ref.file, ref.unit, hop, rank, std::string(via), -1};
+  Reached r{ref.file, ref.unit, hop, rank, false, std::string(via), -1};
   if (ref.file == self_) {
     r.candidate = in_file_candidate(u);
     if (r.candidate < 0 || r.candidate == c_.focus) return false;
@@ -125,7 +126,10 @@ DepsStats Expander::run() {
     if (use.name == own) continue;
     bool any = false;
     for (const ProjectIndex::Ref& ref : index_.resolve(use.name, self_, o_.max_ambiguity)) {
-      any |= reach(ref, 1, rank, "");
+      if (reach(ref, 1, rank, "")) {
+        any = true;
+        reached_.back().at_cursor = use.distance == 0;
+      }
     }
     if (any) ++rank;
   }
@@ -161,6 +165,7 @@ DepsStats Expander::run() {
       reasons.hop = r.hop;
       reasons.hop_rank = r.rank;
     }
+    reasons.at_cursor |= r.at_cursor;
     (r.hop == 1 ? stats_.hop1 : stats_.hop2) += 1;
     c_.deps.push_back({std::string(u.name), r.file->path, r.hop, r.via});
   }

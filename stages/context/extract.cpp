@@ -441,6 +441,14 @@ int64_t Extractor::members(TSNode holder, int32_t parent, int64_t covered, const
   int32_t last_sibling = -1;
   for_each_named_child(holder, [&](TSNode c, const char* f) {
     if (is_holder_field(f)) return;
+    if (type_of(c) == "ERROR") {
+      // Text the grammar could not place (`#ifdef __cplusplus extern "C" { #endif` wraps
+      // the rest of a file in one): its children are members here, not one giant unit.
+      covered = members(c, parent, covered, ctx);
+      last_sibling = -1;
+      pending_first = -1;
+      return;
+    }
     const uint32_t s = start_row(c), e = last_row_of(c);
     if (static_cast<int64_t>(s) <= covered) {
       // Shares a row with what came before: rows are never split, so it joins that unit.

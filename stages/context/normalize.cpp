@@ -68,7 +68,11 @@ std::vector<uint64_t> normalized_tokens(const ast::ParsedFile& file, TSNode node
   walk(node, [&](TSNode n) {
     const uint32_t s = ts_node_start_byte(n);
     while (!skip.empty() && skip.back().second <= s) skip.pop_back();
-    if (!skip.empty() && s >= skip.back().first) return false;
+    if (!skip.empty() && s >= skip.back().first) {
+      // Inside the receiver: drop it; the callee around it (`obj.m`) is entered for `m`.
+      if (ts_node_end_byte(n) <= skip.back().second) return false;
+      return true;
+    }
     const std::string_view t = type_of(n);
     if (is_comment(n)) return false;
     if (is_call(t)) {

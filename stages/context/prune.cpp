@@ -30,6 +30,7 @@ std::vector<ReasonValue> reason_values(const Unit& u, const PruneWeights& w) {
   if (r.in_focus) {
     v.push_back({2 * w.class_member / (1.0 + r.row_distance / 8.0), "stmt", -1});
   }
+  if (r.at_cursor && u.kind != UnitKind::Import) v.push_back({w.cursor, "cursor", -1});
   if (r.class_member) v.push_back({w.class_member, "class", -1});
   if (r.ref_rank >= 0) {
     if (u.kind == UnitKind::Import) {
@@ -81,10 +82,12 @@ std::vector<bool> mandatory_units(const CandidatesFacet& c) {
 // Opens the focus into its statements until the mandatory part fits (or nothing opens).
 void split_focus(CandidatesFacet& c, const TokenCounter& counter, uint32_t budget,
                  graph::Arena& arena, std::unique_ptr<Renderer>& renderer) {
+  // `budget` here is the focus's share of the whole budget.
   for (int guard = 0; guard < 32 && c.file; ++guard) {
     Selection sel(c.units.size(), kNotShown);
     sel[static_cast<std::size_t>(c.focus)] = static_cast<int8_t>(Form::Full);
-    if (renderer->cost(sel) <= budget) return;
+    // Counted on the text: a model's tokenizer is not exactly additive over pieces.
+    if (counter.count(renderer->render(sel).text) <= budget) return;
     const auto old_focus = static_cast<uint32_t>(c.focus);
     const std::size_t before = c.units.size();
     if (!split_unit(*c.file, c.units, old_focus, arena)) return;
@@ -132,7 +135,10 @@ PruneResult prune(CandidatesFacet& c, const TokenCounter& counter, const PruneOp
   const PruneWeights& w = options.weights;
   auto renderer = std::make_unique<Renderer>(c, counter);
   if (c.focus < 0) return result;
-  if (options.split_focus) split_focus(c, counter, budget, arena, renderer);
+  if (options.split_focus) {
+    const auto share = static_cast<uint32_t>(options.focus_share * budget);
+    split_focus(c, counter, std::max<uint32_t>(1, share), arena, renderer);
+  }
   const Renderer& r = *renderer;
   const std::vector<Unit>& units = c.units;
   const std::size_t n = units.size();
@@ -140,7 +146,7 @@ PruneResult prune(CandidatesFacet& c, const TokenCounter& counter, const PruneOp
 
   Selection sel(n, kNotShown);
   sel[static_cast<std::size_t>(c.focus)] = static_cast<int8_t>(Form::Full);
-  const uint64_t base = r.cost(sel);
+  const uint64_t base = std::max<uint64_t>(r.cost(sel), counter.count(r.render(sel).text));
   result.over_budget = base > budget;
   const uint32_t left = base >= budget ? 0 : static_cast<uint32_t>(budget - base);
 
@@ -259,7 +265,7 @@ PruneResult prune(CandidatesFacet& c, const TokenCounter& counter, const PruneOp
   // count exceeds the additive one ---
   Renderer::Text text = r.render(sel);
   uint32_t used = counter.count(text.text);
-  for (int guard = 0; used > budget && guard < 64; ++guard) {
+  while (used > budget) {
     std::size_t worst = n;
     double worst_ratio = 0;
     for (std::size_t i = 0; i < n; ++i) {

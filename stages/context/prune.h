@@ -2,11 +2,14 @@
 // which form, so that the context fits `budget` tokens and carries the most value.
 //
 // 1. Mandatory: the focus (the unit holding the cursor) in full, inside its containers. When
-//    that alone exceeds the budget the focus is opened (split_unit) into its statements, the
-//    one holding the cursor becomes the focus, and so on down; statements are shown whole or
-//    not at all, valued by their distance to the cursor.
+//    that alone takes more than `focus_share` of the budget (default 3/4) the focus is opened
+//    (split_unit) into its statements, the one holding the cursor becomes the focus, and so
+//    on down; statements are shown whole or not at all, valued by their distance to the
+//    cursor (stmt: 200 / (1 + rows away / 8)), so what the function uses still fits.
 // 2. Every other unit with a reason gets a value per form (see unit_value), in priority order
 //    by default weights:
+//      cursor   the definition of the name at the cursor (in the file or, through
+//               context.deps, another file): the word being typed                  150
 //      class    fields / constructors / type definitions of the enclosing class   100
 //      ref      in-file definitions the focus names, 80 / (1 + rank / 8)
 //      edit     blocks overlapping the edit history, 60 x 0.7^recency
@@ -35,6 +38,7 @@
 namespace vsynth::stages::context {
 
 struct PruneWeights {
+  double cursor = 150;
   double class_member = 100;
   double reference = 80;
   double edit = 60;
@@ -46,7 +50,10 @@ struct PruneWeights {
 struct PruneOptions {
   uint32_t budget_tokens = 1024;
   PruneWeights weights;
-  bool split_focus = true;  // open a focus larger than the budget into its statements
+  bool split_focus = true;  // open a focus larger than focus_share x budget into statements
+  // The share of the budget the enclosing function may take whole: past it, its statements
+  // nearest the cursor are shown (each whole) so the definitions it uses still fit.
+  double focus_share = 0.75;
 };
 
 struct Shown {

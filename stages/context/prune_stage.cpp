@@ -32,7 +32,9 @@ PruneStage::PruneStage(const graph::StageContext& ctx)
       ok_(ctx.port("ok")) {
   options_.budget_tokens = static_cast<uint32_t>(ctx.params.integer("budget_tokens"));
   options_.split_focus = ctx.params.boolean("split_focus");
+  options_.focus_share = ctx.params.number("focus_share");
   PruneWeights& w = options_.weights;
+  w.cursor = ctx.params.number("weight_cursor");
   w.class_member = ctx.params.number("weight_class");
   w.reference = ctx.params.number("weight_reference");
   w.edit = ctx.params.number("weight_edit");
@@ -93,8 +95,12 @@ graph::Contract prune_contract() {
                        "JSON pointer to the edit history [{path, start_line, end_line}], "
                        "oldest first (optional)"),
       graph::P::boolean("split_focus", true,
-                        "when the enclosing function alone exceeds the budget, show its "
-                        "statements nearest the cursor (each whole) instead"),
+                        "when the enclosing function takes more than focus_share of the budget, "
+                        "show its statements nearest the cursor (each whole) instead"),
+      graph::P::number("focus_share", 0.75, 0.05, 1.0,
+                       "share of the budget the enclosing function may take whole"),
+      graph::P::number("weight_cursor", 150, 0, 1e6,
+                       "value of the definition of the name at the cursor (the word typed)"),
       graph::P::number("weight_class", 100, 0, 1e6,
                        "value of the enclosing class's fields, constructor and type"),
       graph::P::number("weight_reference", 80, 0, 1e6,

@@ -47,6 +47,7 @@ struct Reasons {
   bool on_path = false;       // a container enclosing the cursor
   bool class_member = false;  // a field / constructor / type definition of the enclosing class
   bool in_focus = false;      // a statement of the focus, when it had to be opened (prune)
+  bool at_cursor = false;     // named by the identifier at the cursor (the word being typed)
   int ref_rank = -1;          // named by an identifier used in the focus; rank of its nearest use
   int edit_rank = -1;         // overlaps an edit; 0 = the most recent one
   int hop = -1;               // dependency distance from the focus (1 or 2; context.deps)

@@ -92,7 +92,7 @@ TEST_CASE("prompt parts: feedback (latest, tail-trimmed) and the context facet",
   CHECK(r.text.ends_with("x = "));
 }
 
-TEST_CASE("chat templates follow the vocabulary; task text never becomes control tokens",
+TEST_CASE("chat templates follow the vocabulary, and task text never becomes control tokens",
           "[generation][prompt]") {
   Tokenizer gemma = chat_tok({"<start_of_turn>", "<end_of_turn>"});
   CHECK(gen::detect_chat_template(gemma) == gen::ChatTemplate::Gemma);
@@ -119,7 +119,7 @@ TEST_CASE("chat templates follow the vocabulary; task text never becomes control
   CHECK_THROWS_WITH(gen::render_prompt(p, gemma, 5), Catch::Contains("context_length"));
 }
 
-TEST_CASE("fill-in-the-middle when the vocabulary has FIM tokens; left truncation",
+TEST_CASE("fill-in-the-middle when the vocabulary has FIM tokens, and left truncation",
           "[generation][prompt]") {
   Tokenizer fim = chat_tok({"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"});
   gen::PromptParts p;

@@ -107,7 +107,7 @@ TEST_CASE("the same seed gives the same draws, another seed others", "[sampler]"
   CHECK(a.sample(logits, {}).token == ta[0]);
 }
 
-TEST_CASE("temperature 1 samples the softmax; lower temperature sharpens it", "[sampler]") {
+TEST_CASE("temperature 1 samples the softmax, lower temperature sharpens it", "[sampler]") {
   const std::vector<float> logits = log_probs({0.5, 0.3, 0.2});
   Sampler s(plain(1.0f, 7));
   auto f = frequencies(s, logits, 20000);

@@ -226,7 +226,7 @@ edges:
   CHECK(c["candidates"][0]["temperature"] == Approx(0.8));
 }
 
-TEST_CASE("completion tasks continue the prefix; the code is prefix + completion + suffix",
+TEST_CASE("completion tasks continue the prefix, and the code is prefix + completion + suffix",
           "[generation][stage]") {
   const auto reg = vsynth::test::full_registry();
   const Run r = run(model_yaml() + R"(

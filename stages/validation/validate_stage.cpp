@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "stages/validation/candidate.h"
 #include "stages/validation/error.h"
@@ -96,11 +97,11 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
   for (const Program& program : programs) {
     CandidateVerdict cv;
     cv.index = program.index;
-    const CheckVerdict* failed = nullptr;
+    std::optional<Check> failed;  // not a pointer into cv.checks: it grows
     for (const Check check : s.checks) {
       if (failed) {
-        cv.checks.push_back(skipped(
-            check, fmt::format("not run: the {} check did not pass", to_string(failed->check))));
+        cv.checks.push_back(
+            skipped(check, fmt::format("not run: the {} check did not pass", to_string(*failed))));
         continue;
       }
       switch (check) {
@@ -118,9 +119,9 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
           break;
       }
       const CheckVerdict& last = cv.checks.back();
-      if (last.status == Status::Fail || last.status == Status::Error) failed = &last;
+      if (last.status == Status::Fail || last.status == Status::Error) failed = last.check;
     }
-    cv.passed = failed == nullptr;
+    cv.passed = !failed.has_value();
     facet.candidates.push_back(std::move(cv));
     if (facet.candidates.back().passed) {
       facet.passed_candidate = facet.candidates.back().index;

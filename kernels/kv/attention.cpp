@@ -82,11 +82,24 @@ class Runner {
     std::vector<float> S(static_cast<size_t>(R) * nk);
     for_chunks(chunks, [&](int32_t c) {
       std::vector<float> kbuf(static_cast<size_t>(bt_) * dk);
+      std::vector<float> qs(int8_ ? static_cast<size_t>(R) * dk : 0);
       for (int32_t b = b0 + c * per; b < std::min(b1, b0 + (c + 1) * per); ++b) {
         const int32_t t0 = std::max(u.lo, b * bt_), t1 = std::min(u.hi, (b + 1) * bt_);
-        const float* K = keys(b, t0 - b * bt_, t1 - t0, u.g, kbuf.data());
+        const int32_t s0 = t0 - b * bt_;
+        float* out = S.data() + (t0 - u.lo);
+        const bool open = int8_ && kv_.n_keys % bt_ != 0 && b == kv_.n_keys / bt_;
+        if (int8_ && !open) {
+          // Sealed int8 block: per-channel scales folded into q, keys read as int8.
+          const int32_t id = kv_.blocks[b];
+          vk_.scores_i8(Q.data(), R, static_cast<size_t>(dk),
+                        kv_.pool->k_i8(id, u.g) + static_cast<size_t>(s0) * dk, t1 - t0,
+                        static_cast<size_t>(dk), kv_.pool->k_scale(id, u.g), dk, qs.data(), out,
+                        static_cast<size_t>(nk));
+          continue;
+        }
+        const float* K = keys(b, s0, t1 - t0, u.g, kbuf.data());
         vk_.scores(Q.data(), R, static_cast<size_t>(dk), K, t1 - t0, static_cast<size_t>(dk), dk,
-                   S.data() + (t0 - u.lo), static_cast<size_t>(nk));
+                   out, static_cast<size_t>(nk));
       }
     });
 
@@ -112,13 +125,25 @@ class Runner {
     // Phase 3: out = P V, partial sums per chunk added in chunk order.
     std::vector<float> acc(static_cast<size_t>(chunks) * R * dv, 0.0f);
     for_chunks(chunks, [&](int32_t c) {
-      std::vector<float> vbuf(static_cast<size_t>(bt_) * dv);
+      std::vector<float> vbuf(int8_ ? static_cast<size_t>(bt_) : static_cast<size_t>(bt_) * dv);
       float* A = acc.data() + static_cast<size_t>(c) * R * dv;
       for (int32_t b = b0 + c * per; b < std::min(b1, b0 + (c + 1) * per); ++b) {
         const int32_t t0 = std::max(u.lo, b * bt_), t1 = std::min(u.hi, (b + 1) * bt_);
-        const float* V = values(b, t0 - b * bt_, t1 - t0, u.g, vbuf.data());
-        vk_.accumulate(A, R, static_cast<size_t>(dv), S.data() + (t0 - u.lo),
-                       static_cast<size_t>(nk), V, t1 - t0, static_cast<size_t>(dv), dv);
+        const int32_t s0 = t0 - b * bt_;
+        const float* P = S.data() + (t0 - u.lo);
+        const int32_t id = kv_.blocks[b];
+        if (int8_) {
+          // Per-token value scales folded into the probabilities, values read as int8.
+          vk_.accumulate_i8(A, R, static_cast<size_t>(dv), P, static_cast<size_t>(nk),
+                            kv_.pool->v_i8(id, u.g) + static_cast<size_t>(s0) * dv, t1 - t0,
+                            static_cast<size_t>(dv), kv_.pool->v_scale(id, u.g) + s0, dv,
+                            vbuf.data());
+          continue;
+        }
+        kt_.f16_to_f32(kv_.pool->v_f16(id, u.g) + static_cast<size_t>(s0) * dv, vbuf.data(),
+                       static_cast<int64_t>(t1 - t0) * dv);
+        vk_.accumulate(A, R, static_cast<size_t>(dv), P, static_cast<size_t>(nk), vbuf.data(),
+                       t1 - t0, static_cast<size_t>(dv), dv);
       }
     });
     for (int32_t i = 0; i < nq; ++i) {
@@ -155,40 +180,13 @@ class Runner {
     }
   }
 
-  // Keys of block b, slots [s0, s0+n), kv head g, as fp32 rows [n][dk].
+  // Keys of block b, slots [s0, s0+n), kv head g, as fp32 rows [n][dk]: an f16 block decoded
+  // into buf, or (int8) the open block's fp32 staging. Sealed int8 blocks never come here.
   const float* keys(int32_t b, int32_t s0, int32_t n, int32_t g, float* buf) const {
     const int dk = s_.head_dim_k;
-    const bool open = int8_ && kv_.n_keys % bt_ != 0 && b == kv_.n_keys / bt_;
-    if (open) return kv_.k_open + (static_cast<size_t>(g) * bt_ + s0) * dk;
-    const int32_t id = kv_.blocks[b];
-    if (int8_) {
-      const int8_t* src = kv_.pool->k_i8(id, g) + static_cast<size_t>(s0) * dk;
-      const float* sc = kv_.pool->k_scale(id, g);
-      for (int32_t j = 0; j < n; ++j) {
-        vk_.i8_to_f32(src + static_cast<size_t>(j) * dk, sc, 0.0f,
-                      buf + static_cast<size_t>(j) * dk, dk);
-      }
-    } else {
-      kt_.f16_to_f32(kv_.pool->k_f16(id, g) + static_cast<size_t>(s0) * dk, buf,
-                     static_cast<int64_t>(n) * dk);
-    }
-    return buf;
-  }
-
-  const float* values(int32_t b, int32_t s0, int32_t n, int32_t g, float* buf) const {
-    const int dv = s_.head_dim_v;
-    const int32_t id = kv_.blocks[b];
-    if (int8_) {
-      const int8_t* src = kv_.pool->v_i8(id, g) + static_cast<size_t>(s0) * dv;
-      const float* sc = kv_.pool->v_scale(id, g) + s0;
-      for (int32_t j = 0; j < n; ++j) {
-        vk_.i8_to_f32(src + static_cast<size_t>(j) * dv, nullptr, sc[j],
-                      buf + static_cast<size_t>(j) * dv, dv);
-      }
-    } else {
-      kt_.f16_to_f32(kv_.pool->v_f16(id, g) + static_cast<size_t>(s0) * dv, buf,
-                     static_cast<int64_t>(n) * dv);
-    }
+    if (int8_) return kv_.k_open + (static_cast<size_t>(g) * bt_ + s0) * dk;
+    kt_.f16_to_f32(kv_.pool->k_f16(kv_.blocks[b], g) + static_cast<size_t>(s0) * dk, buf,
+                   static_cast<int64_t>(n) * dk);
     return buf;
   }
 

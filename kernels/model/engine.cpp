@@ -12,12 +12,17 @@
 // Then logits = RMSNorm(x) * output_norm, times output^T (token_embd when tied).
 #include "kernels/engine.h"
 
+#include <tbb/blocked_range.h>
 #include <tbb/info.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/matvec.h"
 #include "kernels/gguf/reader.h"
@@ -67,6 +72,49 @@ void linear(const WeightView& w, const float* x, int32_t m, float* y) {
         w.type == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x[i])) : bf16_to_fp32(fp32_to_bf16(x[i]));
   }
   matmul(w, r.data(), m, y);
+}
+
+// Decode (one token): several matvecs that read the same input run as one parallel region,
+// each weight cut into row slices small enough that matvec runs them serially, so a layer pays
+// for a few thread hand-offs instead of one per projection.
+struct MatvecJob {
+  const WeightView* w;
+  const float* x;
+  float* y;
+};
+
+void matvec_group(std::initializer_list<MatvecJob> jobs) {
+  constexpr size_t kSliceBytes = 256 * 1024;  // below 2 x matvec's smallest parallel task
+  struct Slice {
+    WeightView w;
+    const float* x;
+    float* y;
+  };
+  std::vector<Slice> slices;
+  for (const MatvecJob& j : jobs) {
+    if (j.w->type == DType::F16 || j.w->type == DType::BF16) {
+      linear(*j.w, j.x, 1, j.y);  // needs the input rounding: rare, not worth slicing
+      continue;
+    }
+    const int64_t per = std::max<int64_t>(1, static_cast<int64_t>(kSliceBytes / j.w->row_bytes));
+    for (int64_t r0 = 0; r0 < j.w->rows; r0 += per) {
+      Slice sl{*j.w, j.x, j.y + r0};
+      sl.w.rows = std::min(per, j.w->rows - r0);
+      sl.w.data =
+          static_cast<const std::byte*>(j.w->data) + static_cast<size_t>(r0) * j.w->row_bytes;
+      slices.push_back(sl);
+    }
+  }
+  if (slices.size() <= 1 || tbb::this_task_arena::max_concurrency() == 1) {
+    for (const Slice& sl : slices) matvec(sl.w, sl.x, sl.y);
+    return;
+  }
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, slices.size(), 1),
+      [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t i = r.begin(); i < r.end(); ++i) matvec(slices[i].w, slices[i].x, slices[i].y);
+      },
+      tbb::simple_partitioner());
 }
 
 class ModelImpl;
@@ -295,9 +343,13 @@ void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_ro
     const bool sliding = c.layer_sliding[static_cast<size_t>(l)];
 
     rms_norm(vk, x, L.attn_norm, h, m, d, c.rms_eps);
-    linear(L.wq, h, m, q);
-    linear(L.wk, h, m, k);
-    linear(L.wv, h, m, v);
+    if (m == 1) {
+      matvec_group({{&L.wq, h, q}, {&L.wk, h, k}, {&L.wv, h, v}});
+    } else {
+      linear(L.wq, h, m, q);
+      linear(L.wk, h, m, k);
+      linear(L.wv, h, m, v);
+    }
     if (c.qkv_bias) {
       for (int32_t t = 0; t < m; ++t) {
         vk.add(q + static_cast<size_t>(t) * qn, L.bq, qn);
@@ -329,8 +381,12 @@ void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_ro
     vk.add(x, o, m * d);
 
     rms_norm(vk, x, L.ffn_norm, h, m, d, c.rms_eps);
-    linear(L.w_gate, h, m, gt);
-    linear(L.w_up, h, m, up);
+    if (m == 1) {
+      matvec_group({{&L.w_gate, h, gt}, {&L.w_up, h, up}});
+    } else {
+      linear(L.w_gate, h, m, gt);
+      linear(L.w_up, h, m, up);
+    }
     if (c.ffn_act == FfnActivation::GeluTanh) {
       vk.gelu_mul(gt, up, m * F);
     } else {

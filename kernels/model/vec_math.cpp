@@ -48,6 +48,35 @@ void accumulate_scalar(float* A, int R, size_t lda, const float* P, size_t ldp, 
   }
 }
 
+void scores_i8_scalar(const float* Q, int R, size_t ldq, const int8_t* K, int T, size_t ldk,
+                      const float* kscale, int d, float* qs, float* S, size_t lds) {
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < d; ++c) qs[r * d + c] = Q[static_cast<size_t>(r) * ldq + c] * kscale[c];
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < T; ++j) {
+      const int8_t* k = K + static_cast<size_t>(j) * ldk;
+      float acc = 0.0f;
+      for (int c = 0; c < d; ++c) acc += qs[r * d + c] * static_cast<float>(k[c]);
+      S[static_cast<size_t>(r) * lds + static_cast<size_t>(j)] = acc;
+    }
+  }
+}
+
+void accumulate_i8_scalar(float* A, int R, size_t lda, const float* P, size_t ldp, const int8_t* V,
+                          int T, size_t ldv, const float* vscale, int d, float* ps) {
+  for (int r = 0; r < R; ++r) {
+    float* a = A + static_cast<size_t>(r) * lda;
+    for (int j = 0; j < T; ++j)
+      ps[j] = P[static_cast<size_t>(r) * ldp + static_cast<size_t>(j)] * vscale[j];
+    for (int j = 0; j < T; ++j) {
+      if (ps[j] == 0.0f) continue;
+      const int8_t* v = V + static_cast<size_t>(j) * ldv;
+      for (int c = 0; c < d; ++c) a[c] += ps[j] * static_cast<float>(v[c]);
+    }
+  }
+}
+
 float exp_sum_scalar(const float* x, float sub, float* y, int n) {
   float sum = 0.0f;
   for (int i = 0; i < n; ++i) {
@@ -110,9 +139,19 @@ void add_scalar(float* y, const float* x, int n) {
   for (int i = 0; i < n; ++i) y[i] += x[i];
 }
 
-const Kernels kScalar = {scores_scalar,      accumulate_scalar, exp_sum_scalar,
-                         i8_to_f32_scalar,   gelu_mul_scalar,   silu_mul_scalar,
-                         sum_squares_scalar, scale_mul_scalar,  add_scalar};
+const Kernels kScalar = {
+    .scores = scores_scalar,
+    .accumulate = accumulate_scalar,
+    .scores_i8 = scores_i8_scalar,
+    .accumulate_i8 = accumulate_i8_scalar,
+    .exp_sum = exp_sum_scalar,
+    .i8_to_f32 = i8_to_f32_scalar,
+    .gelu_mul = gelu_mul_scalar,
+    .silu_mul = silu_mul_scalar,
+    .sum_squares = sum_squares_scalar,
+    .scale_mul = scale_mul_scalar,
+    .add = add_scalar,
+};
 
 // ---------------------------------------------------------------------------------------------
 // AVX2 + FMA versions
@@ -234,6 +273,83 @@ VSYNTH_AVX2 void accumulate_avx2(float* A, int R, size_t lda, const float* P, si
   }
 }
 
+VSYNTH_AVX2 inline __m256 load_i8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
+VSYNTH_AVX2 void scores_i8_avx2(const float* Q, int R, size_t ldq, const int8_t* K, int T,
+                                size_t ldk, const float* kscale, int d, float* qs, float* S,
+                                size_t lds) {
+  if (d % 8 != 0) {
+    scores_i8_scalar(Q, R, ldq, K, T, ldk, kscale, d, qs, S, lds);
+    return;
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < d; c += 8) {
+      _mm256_storeu_ps(qs + r * d + c,
+                       _mm256_mul_ps(_mm256_loadu_ps(Q + static_cast<size_t>(r) * ldq + c),
+                                     _mm256_loadu_ps(kscale + c)));
+    }
+  }
+  int r = 0;
+  for (; r + 4 <= R; r += 4) {
+    const float* q0 = qs + static_cast<size_t>(r) * d;
+    for (int j = 0; j < T; ++j) {
+      const int8_t* k = K + static_cast<size_t>(j) * ldk;
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+      __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+      for (int c = 0; c < d; c += 8) {
+        const __m256 kv = load_i8(k + c);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c), kv, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + d + c), kv, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + 2 * d + c), kv, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + 3 * d + c), kv, a3);
+      }
+      float* s = S + static_cast<size_t>(r) * lds + static_cast<size_t>(j);
+      s[0] = hsum(a0);
+      s[lds] = hsum(a1);
+      s[2 * lds] = hsum(a2);
+      s[3 * lds] = hsum(a3);
+    }
+  }
+  for (; r < R; ++r) {
+    const float* q = qs + static_cast<size_t>(r) * d;
+    for (int j = 0; j < T; ++j) {
+      const int8_t* k = K + static_cast<size_t>(j) * ldk;
+      __m256 a0 = _mm256_setzero_ps();
+      for (int c = 0; c < d; c += 8)
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), load_i8(k + c), a0);
+      S[static_cast<size_t>(r) * lds + static_cast<size_t>(j)] = hsum(a0);
+    }
+  }
+}
+
+VSYNTH_AVX2 void accumulate_i8_avx2(float* A, int R, size_t lda, const float* P, size_t ldp,
+                                    const int8_t* V, int T, size_t ldv, const float* vscale, int d,
+                                    float* ps) {
+  if (d % 64 != 0) {
+    accumulate_i8_scalar(A, R, lda, P, ldp, V, T, ldv, vscale, d, ps);
+    return;
+  }
+  for (int r = 0; r < R; ++r) {
+    float* a = A + static_cast<size_t>(r) * lda;
+    for (int j = 0; j < T; ++j)
+      ps[j] = P[static_cast<size_t>(r) * ldp + static_cast<size_t>(j)] * vscale[j];
+    for (int c = 0; c < d; c += 64) {
+      __m256 acc[8];
+      for (int i = 0; i < 8; ++i) acc[i] = _mm256_loadu_ps(a + c + 8 * i);
+      for (int j = 0; j < T; ++j) {
+        if (ps[j] == 0.0f) continue;
+        const __m256 pj = _mm256_set1_ps(ps[j]);
+        const int8_t* v = V + static_cast<size_t>(j) * ldv + c;
+        for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(pj, load_i8(v + 8 * i), acc[i]);
+      }
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(a + c + 8 * i, acc[i]);
+    }
+  }
+}
+
 VSYNTH_AVX2 float exp_sum_avx2(const float* x, float sub, float* y, int n) {
   const __m256 s = _mm256_set1_ps(sub);
   __m256 acc = _mm256_setzero_ps();
@@ -320,9 +436,19 @@ VSYNTH_AVX2 void add_avx2(float* y, const float* x, int n) {
   for (; i < n; ++i) y[i] += x[i];
 }
 
-const Kernels kAvx2 = {scores_avx2,      accumulate_avx2, exp_sum_avx2,
-                       i8_to_f32_avx2,   gelu_mul_avx2,   silu_mul_avx2,
-                       sum_squares_avx2, scale_mul_avx2,  add_avx2};
+const Kernels kAvx2 = {
+    .scores = scores_avx2,
+    .accumulate = accumulate_avx2,
+    .scores_i8 = scores_i8_avx2,
+    .accumulate_i8 = accumulate_i8_avx2,
+    .exp_sum = exp_sum_avx2,
+    .i8_to_f32 = i8_to_f32_avx2,
+    .gelu_mul = gelu_mul_avx2,
+    .silu_mul = silu_mul_avx2,
+    .sum_squares = sum_squares_avx2,
+    .scale_mul = scale_mul_avx2,
+    .add = add_avx2,
+};
 #endif
 
 }  // namespace

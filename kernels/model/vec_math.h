@@ -18,6 +18,14 @@ struct Kernels {
   // A[r*lda + c] += sum_j P[r*ldp + j] * V[j*ldv + c]  for r < R, c < d, j < T.
   void (*accumulate)(float* A, int R, size_t lda, const float* P, size_t ldp, const float* V, int T,
                      size_t ldv, int d);
+  // scores with int8 keys: S[r*lds + j] = sum_c Q[r*ldq + c] * kscale[c] * K[j*ldk + c];
+  // qscratch holds R*d floats (Q times the per-channel scales).
+  void (*scores_i8)(const float* Q, int R, size_t ldq, const int8_t* K, int T, size_t ldk,
+                    const float* kscale, int d, float* qscratch, float* S, size_t lds);
+  // accumulate with int8 values: A[r*lda + c] += sum_j P[r*ldp + j] * vscale[j] * V[j*ldv + c];
+  // pscratch holds T floats.
+  void (*accumulate_i8)(float* A, int R, size_t lda, const float* P, size_t ldp, const int8_t* V,
+                        int T, size_t ldv, const float* vscale, int d, float* pscratch);
   // y[i] = exp(x[i] - sub) (0 for x[i] = -inf); returns the sum of y.
   float (*exp_sum)(const float* x, float sub, float* y, int n);
   // y[i] = x[i] * (per ? per[i] : s).

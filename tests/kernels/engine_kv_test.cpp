@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "tests/kernels/engine_test_util.h"
@@ -242,4 +243,58 @@ TEST_CASE("engine: bad input is rejected and leaves the sequence usable", "[engi
   auto q = small->new_sequence();
   CHECK_THROWS_WITH(q->prefill(some_tokens(17, 64)), Catch::Contains("past the context length 16"));
   CHECK(q->position() == 0);
+}
+
+#include "kernels/model/vec_math.h"
+
+TEST_CASE("engine: vector kernels of the active CPU path match the portable ones", "[engine]") {
+  const vec::Kernels& a = vec::vec_kernels();
+  const vec::Kernels& s = vec::vec_kernels_scalar();
+  uint32_t x = 99;
+  const auto rnd = [&] {
+    x = x * 1664525u + 1013904223u;
+    return static_cast<float>(x >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  };
+  const int R = 6, T = 13, d = 256;
+  std::vector<float> Q(R * d), K(T * d), P(R * T), scale(d), vscale(T), q1(R * d), q2(R * d);
+  std::vector<int8_t> K8(T * d);
+  for (auto& v : Q) v = rnd();
+  for (auto& v : K) v = rnd();
+  for (auto& v : P) v = std::fabs(rnd());
+  for (auto& v : scale) v = 0.01f + std::fabs(rnd());
+  for (auto& v : vscale) v = 0.01f + std::fabs(rnd());
+  for (auto& v : K8) v = static_cast<int8_t>(rnd() * 127.0f);
+  std::vector<float> S1(R * T), S2(R * T);
+  a.scores(Q.data(), R, d, K.data(), T, d, d, S1.data(), T);
+  s.scores(Q.data(), R, d, K.data(), T, d, d, S2.data(), T);
+  for (int i = 0; i < R * T; ++i)
+    CHECK(S1[static_cast<size_t>(i)] == Approx(S2[static_cast<size_t>(i)]).margin(1e-4));
+  a.scores_i8(Q.data(), R, d, K8.data(), T, d, scale.data(), d, q1.data(), S1.data(), T);
+  s.scores_i8(Q.data(), R, d, K8.data(), T, d, scale.data(), d, q2.data(), S2.data(), T);
+  for (int i = 0; i < R * T; ++i)
+    CHECK(S1[static_cast<size_t>(i)] == Approx(S2[static_cast<size_t>(i)]).margin(1e-2));
+  std::vector<float> A1(R * d, 0.5f), A2(R * d, 0.5f), ps(T);
+  a.accumulate(A1.data(), R, d, P.data(), T, K.data(), T, d, d);
+  s.accumulate(A2.data(), R, d, P.data(), T, K.data(), T, d, d);
+  for (int i = 0; i < R * d; ++i)
+    CHECK(A1[static_cast<size_t>(i)] == Approx(A2[static_cast<size_t>(i)]).margin(1e-4));
+  a.accumulate_i8(A1.data(), R, d, P.data(), T, K8.data(), T, d, vscale.data(), d, ps.data());
+  s.accumulate_i8(A2.data(), R, d, P.data(), T, K8.data(), T, d, vscale.data(), d, ps.data());
+  for (int i = 0; i < R * d; ++i)
+    CHECK(A1[static_cast<size_t>(i)] ==
+          Approx(A2[static_cast<size_t>(i)]).epsilon(1e-4).margin(1e-2));
+  std::vector<float> e1(T * 3), e2(T * 3);
+  std::vector<float> xs(T * 3);
+  for (auto& v : xs) v = 20.0f * rnd();
+  xs[5] = -std::numeric_limits<float>::infinity();
+  const float sum1 = a.exp_sum(xs.data(), 3.0f, e1.data(), T * 3);
+  const float sum2 = s.exp_sum(xs.data(), 3.0f, e2.data(), T * 3);
+  CHECK(sum1 == Approx(sum2).epsilon(1e-5));
+  CHECK(e1[5] == 0.0f);
+  for (int i = 0; i < T * 3; ++i)
+    CHECK(e1[static_cast<size_t>(i)] == Approx(e2[static_cast<size_t>(i)]).epsilon(1e-5));
+  std::vector<float> g1(xs), g2(xs), u(xs.size(), 1.5f);
+  a.gelu_mul(g1.data(), u.data(), static_cast<int>(g1.size()));
+  s.gelu_mul(g2.data(), u.data(), static_cast<int>(g2.size()));
+  CHECK(g1 == g2);  // both read the same fp16 table
 }

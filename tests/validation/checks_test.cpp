@@ -220,8 +220,9 @@ TEST_CASE("tests: HumanEval tasks use the docstring examples, `test` is hidden")
   const CheckVerdict hidden = score_hidden(t, {prompt, "    return len(xs)\n"}, checker());
   CHECK(hidden.status == Status::Fail);
   CHECK(hidden.oracle);
-  CHECK(hidden.message.find("candidate([5])") == std::string::npos);  // passes: 1 == 1
-  CHECK(hidden.message.find("candidate(") != std::string::npos);
+  // check() stops at its first failing assert, with the candidate's value.
+  CHECK(hidden.message.find("assert candidate([1, 1, 2, 2, 2, 1]) == 3") != std::string::npos);
+  CHECK(hidden.message.find("candidate([1, 1, 2, 2, 2, 1]) = 6") != std::string::npos);
 }
 
 TEST_CASE("tests: every example task's reference passes its visible and hidden tests") {

@@ -23,15 +23,28 @@ std::string string_field(const graph::Item& item, const char* name) {
   return f ? f->get<std::string>() : std::string();
 }
 
-// The text of a `context` facet (context.prune and friends), read generically: a JSON string,
-// or an object with a string "text".
-std::string context_text(const graph::Item& item) {
+// A `context` facet (context.prune and friends), read generically through its JSON: a string,
+// or an object with a string "text" and, when the context holds the cursor's file, its byte
+// offset "cursor_offset" (>= 0) in that text.
+struct ContextText {
+  std::string text;
+  int64_t cursor = -1;
+};
+ContextText context_text(const graph::Item& item) {
+  ContextText c;
   auto it = item.facets().find("context");
-  if (it == item.facets().end() || !it->second) return {};
+  if (it == item.facets().end() || !it->second) return c;
   const nlohmann::json j = it->second->to_json();
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_object() && j.contains("text") && j["text"].is_string()) return j["text"];
-  return {};
+  if (j.is_string()) {
+    c.text = j.get<std::string>();
+  } else if (j.is_object() && j.contains("text") && j["text"].is_string()) {
+    c.text = j["text"].get<std::string>();
+    if (j.contains("cursor_offset") && j["cursor_offset"].is_number_integer()) {
+      const auto off = j["cursor_offset"].get<int64_t>();
+      if (off >= 0 && static_cast<std::size_t>(off) <= c.text.size()) c.cursor = off;
+    }
+  }
+  return c;
 }
 
 std::string display_name(std::string_view lang) {
@@ -157,6 +170,17 @@ PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s
     p.prefix = prefix->get<std::string>();
     p.suffix = string_field(item, "suffix");
   }
+  // A context that holds the cursor (context.prune's pruned file with the other files'
+  // summaries above it) replaces the raw text around the cursor; any other context is shown
+  // as background.
+  ContextText ctx = context_text(item);
+  if (ctx.cursor >= 0 && has_cursor) {
+    const auto at = static_cast<std::size_t>(ctx.cursor);
+    p.prefix = ctx.text.substr(0, at);
+    p.suffix = ctx.text.substr(at);
+  } else {
+    p.context = std::move(ctx.text);
+  }
 
   if (p.mode == PromptMode::Complete) {
     if (!has_cursor) {
@@ -194,7 +218,6 @@ PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s
     }
   }
 
-  p.context = context_text(item);
   const auto& fb = item.feedback();
   const std::size_t first =
       fb.size() > s.feedback_max_messages ? fb.size() - s.feedback_max_messages : 0;

@@ -92,6 +92,27 @@ TEST_CASE("prompt parts: feedback (latest, tail-trimmed) and the context facet",
   CHECK(r.text.ends_with("x = "));
 }
 
+namespace {
+struct CursorContextFacet : graph::Facet {
+  static constexpr std::string_view kName = "context";
+  nlohmann::json to_json() const override {
+    return {{"text", "# file: b.py\ndef g(): ...\n# file: a.py\ndef f():\n    \n"},
+            {"cursor_offset", 52},
+            {"used_tokens", 20}};
+  }
+};
+}  // namespace
+
+TEST_CASE("a context holding the cursor replaces the text around it", "[generation][prompt]") {
+  auto it = item({{"prefix", "def f():\n    "}, {"suffix", "\n"}});
+  it.emplace<CursorContextFacet>();
+  const gen::PromptParts p = gen::gather_prompt_parts(it, {});
+  CHECK(p.mode == gen::PromptMode::Complete);
+  CHECK(p.prefix == "# file: b.py\ndef g(): ...\n# file: a.py\ndef f():\n    ");
+  CHECK(p.suffix == "\n");
+  CHECK(p.context.empty());
+}
+
 TEST_CASE("chat templates follow the vocabulary, and task text never becomes control tokens",
           "[generation][prompt]") {
   Tokenizer gemma = chat_tok({"<start_of_turn>", "<end_of_turn>"});

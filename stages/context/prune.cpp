@@ -13,6 +13,10 @@ namespace vsynth::stages::context {
 
 namespace {
 
+// Units farther than this from the cursor get no value for nearness alone (it would be under
+// 1/10 of weight_near): they stay out of the knapsack, which keeps it small on long files.
+constexpr uint32_t kNearRows = 200;
+
 double decay(int rank) {
   return 1.0 / (1.0 + rank / 8.0);
 }
@@ -44,7 +48,7 @@ std::vector<ReasonValue> reason_values(const Unit& u, const PruneWeights& w) {
   if (r.hop == 2) v.push_back({0.4 * w.dependency * decay(r.hop_rank), "dep2", r.hop_rank});
   if (u.kind == UnitKind::Import && r.ref_rank < 0) v.push_back({0.1 * w.import, "import", -1});
   if (u.file == 0 && u.kind != UnitKind::Import && !u.container && !r.in_focus &&
-      r.row_distance != UINT32_MAX) {
+      r.row_distance <= kNearRows) {
     v.push_back({w.near / (1.0 + r.row_distance / 20.0), "near", -1});
   }
   std::sort(v.begin(), v.end(),

@@ -15,7 +15,7 @@
 //      edit     blocks overlapping the edit history, 60 x 0.7^recency
 //      dep      definitions one hop away in other files (context.deps) as ref; two hops 0.4x
 //      import   imports whose names the focus uses 20, others 2
-//      near     other units of the cursor's file, 8 / (1 + rows away / 20)
+//      near     other units of the cursor's file within 200 rows, 8 / (1 + rows away / 20)
 //    (a unit with several reasons takes the largest plus a quarter of the next). Forms scale
 //    that: full 1, signature 0.7 (imports 1.05: the trimmed line says as much), name 0.15.
 // 3. A multiple-choice knapsack (knapsack.h) picks at most one form per unit within the

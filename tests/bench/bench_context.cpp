@@ -412,6 +412,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> repo_lang;
   std::vector<double> lat_cold, lat_incr, lat_reparse, lat_prune;
   std::vector<double> cpu_cold, cpu_incr, cpu_reparse, cpu_prune;
+  std::vector<double> lat_parse, cpu_parse, lat_key, cpu_key;
   uint32_t lat_files_lines = 0, lat_tasks = 0;
   std::map<std::string, std::pair<uint32_t, uint32_t>> kinds;  // kind -> tasks, cross-file
 
@@ -475,6 +476,19 @@ int main(int argc, char** argv) {
         lat_incr.push_back(ms_since(t0));
         cpu_incr.push_back(cpu_ms() - c0);
         l.reset();  // (moved out; the next task of this file parses its original again)
+        // The full parse alone (the task's text), and a keystroke: one character typed at
+        // the cursor of the original, well-formed file, re-parsed incrementally.
+        t0 = Clock::now();
+        c0 = cpu_ms();
+        const ast::ParsedFile parsed_task = ast::ParsedFile::from_path(t.path, t.source);
+        lat_parse.push_back(ms_since(t0));
+        cpu_parse.push_back(cpu_ms() - c0);
+        ast::ParsedFile typed = ast::ParsedFile::from_path(t.path, repo->files[t.path]);
+        t0 = Clock::now();
+        c0 = cpu_ms();
+        typed.apply_edit(t.cursor, t.cursor, "x");
+        lat_key.push_back(ms_since(t0));
+        cpu_key.push_back(cpu_ms() - c0);
         ++lat_tasks;
         lat_files_lines += t.lines;
       }
@@ -537,7 +551,9 @@ int main(int argc, char** argv) {
   };
   row("cold: full parse + anchor + context stages", lat_cold, cpu_cold);
   row("incremental: 1-line re-parse + anchor + stages", lat_incr, cpu_incr);
-  row("one-line incremental re-parse alone", lat_reparse, cpu_reparse);
+  row("full parse alone", lat_parse, cpu_parse);
+  row("one-line re-parse alone (rest of the line removed)", lat_reparse, cpu_reparse);
+  row("keystroke re-parse alone (1 char, original file)", lat_key, cpu_key);
   row("context stages alone (candidates..prune)", lat_prune, cpu_prune);
   std::ofstream(json_path) << out.dump(2) << "\n";
   fmt::print("\nwrote {}\n", json_path);

@@ -252,3 +252,62 @@ TEST_CASE("prune: within budget when counting with the model's own tokenizer", "
     CHECK(r.used_tokens == counter->count(r.text));
   }
 }
+
+TEST_CASE("prune: the definition of the name at the cursor comes before class members",
+          "[context][prune]") {
+  // `scale` is the word being typed; the class has a field of about the same size, and the
+  // budget holds one of the two.
+  const std::string src = R"(def scale(v: float, k: float) -> float:
+    """Multiplies v by k, clamped to [0, 1]."""
+    return max(0.0, min(1.0, v * k))
+
+
+class Knob:
+    value: float = initial_knob_value(minimum=0.0, maximum=1.0, step=0.1)
+
+    def turn(self, k):
+        return scale<|>
+)";
+  Fixture f("knob.py", src);
+  const Unit& scale = f.unit("scale");
+  const Unit& value = f.unit("value");
+  CHECK(scale.reasons.at_cursor);
+  CHECK(value.reasons.class_member);
+  const PruneWeights w;
+  CHECK(unit_value(scale, Form::Full, w) > unit_value(value, Form::Full, w));
+  CHECK(unit_value(scale, Form::Signature, w) > unit_value(value, Form::Full, w));
+  EstimateCounter counter;
+  const uint32_t base = counter.count(f.unit("turn").full) + counter.count("class Knob:\n") +
+                        counter.count("# file: knob.py\n") + 12;
+  const uint32_t sig = counter.count(scale.signature);
+  REQUIRE(sig >= counter.count(value.full));
+  const PruneResult r = run(f, base + sig + 10);
+  CHECK(shown_form(f.candidates, r, "scale") >= static_cast<int>(Form::Signature));
+}
+
+TEST_CASE("prune: a function taking most of the budget is opened so definitions still fit",
+          "[context][prune]") {
+  std::string src =
+      "def helper(v: int) -> int:\n    \"\"\"Adds one.\"\"\"\n    return v + 1\n\n\n"
+      "def long_one(x):\n";
+  for (int i = 0; i < 40; ++i) src += "    x = x * " + std::to_string(i) + " + 1\n";
+  src += "    return helper<|>\n";
+  Fixture whole("l.py", src);
+  EstimateCounter counter;
+  const uint32_t focus = counter.count(whole.unit("long_one").full);
+  // A budget the function alone would nearly fill: with focus_share 1 it is shown whole and
+  // `helper` does not fit; by default (3/4) it is opened and `helper` fits.
+  const uint32_t budget = focus + 20;
+  PruneOptions all_in;
+  all_in.budget_tokens = budget;
+  all_in.focus_share = 1.0;
+  const PruneResult a = prune(whole.candidates, counter, all_in, whole.arena);
+  CHECK(shown_form(whole.candidates, a, "long_one") == static_cast<int>(Form::Full));
+  CHECK(shown_form(whole.candidates, a, "helper") < static_cast<int>(Form::Signature));
+  Fixture opened("l.py", src);
+  const PruneResult b = run(opened, budget);
+  CHECK(shown_form(opened.candidates, b, "helper") >= static_cast<int>(Form::Signature));
+  CHECK(b.text.find("def long_one(x):\n") != std::string::npos);
+  CHECK(b.text.find("    return helper\n") != std::string::npos);
+  CHECK(b.used_tokens <= budget);
+}

@@ -82,6 +82,8 @@ void GenerateStage::worker_loop() {
       done(ok_);
     } catch (const std::exception& e) {
       done.fail(e.what());
+    } catch (...) {
+      done.fail("generate.llm: unknown exception");
     }
     l.lock();
   }

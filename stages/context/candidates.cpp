@@ -104,6 +104,10 @@ void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor_facet
       u.last_row = u.end_row = row;
       u.full = rows_text(file, u.first_row, row);
       focus = static_cast<int32_t>(i);
+      for (int32_t p = u.parent; p >= 0; p = units[static_cast<std::size_t>(p)].parent) {
+        Unit& c = units[static_cast<std::size_t>(p)];
+        if (c.close.empty()) c.end_row = std::max(c.end_row, row);  // Python: no closing rows
+      }
     }
   }
   if (focus < 0) focus = add_row_unit(out, row);

@@ -311,3 +311,15 @@ TEST_CASE("prune: a function taking most of the budget is opened so definitions 
   CHECK(b.text.find("    return helper\n") != std::string::npos);
   CHECK(b.used_tokens <= budget);
 }
+
+TEST_CASE("prune: a Python cursor on a blank line below a method stays inside its class",
+          "[context][prune]") {
+  Fixture f("c.py",
+            "class C:\n    def a(self):\n        return 1\n\n    def b(self):\n        x = 1\n"
+            "        <|>\n");
+  const PruneResult r = run(f, 200);
+  CHECK(r.text ==
+        "# file: c.py\nclass C:\n    def a(self):\n        return 1\n\n    def b(self):\n"
+        "        x = 1\n        \n");
+  CHECK(r.markers == 0);
+}

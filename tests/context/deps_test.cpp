@@ -126,7 +126,7 @@ TEST_CASE("deps: prune shows other files' definitions as signatures under their 
   CHECK(r.used_tokens <= 160);
 }
 
-TEST_CASE("deps: names resolve through imports; ambiguous ones are not followed",
+TEST_CASE("deps: names resolve through imports, ambiguous ones are not followed",
           "[context][deps]") {
   ProjectIndex index;
   for (int i = 0; i < 5; ++i) {

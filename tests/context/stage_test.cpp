@@ -36,9 +36,7 @@ std::string read(const std::string& rel) {
   return b.str();
 }
 
-std::vector<nlohmann::json> run(const std::string& yaml, std::vector<nlohmann::json> tasks) {
-  const graph::Registry reg = vsynth::test::full_registry();
-  graph::Pipeline p(vsynth::test::load_text(yaml, reg), reg);
+std::vector<nlohmann::json> run(graph::Pipeline& p, std::vector<nlohmann::json> tasks) {
   TaskSource src(std::move(tasks));
   vsynth::test::VectorSink sink;
   graph::RunControl control;
@@ -47,6 +45,12 @@ std::vector<nlohmann::json> run(const std::string& yaml, std::vector<nlohmann::j
   std::sort(records.begin(), records.end(),
             [](const auto& a, const auto& b) { return a["id"] < b["id"]; });
   return records;
+}
+
+std::vector<nlohmann::json> run(const std::string& yaml, std::vector<nlohmann::json> tasks) {
+  const graph::Registry reg = vsynth::test::full_registry();
+  graph::Pipeline p(vsynth::test::load_text(yaml, reg), reg);
+  return run(p, std::move(tasks));
 }
 
 const char* kMain =
@@ -89,7 +93,12 @@ TEST_CASE("pipelines/context.yaml: two-hop context across files, edits, within b
   nlohmann::json later = task;  // the same project, only the cursor's file sent again
   later["id"] = "t2";
   later.erase("files");
-  const auto records = run(read("pipelines/context.yaml"), {task, later});
+  // Two runs of one pipeline: the stages (and context.deps' project index) persist between
+  // them, as they do between the tasks of one long run.
+  const graph::Registry reg = vsynth::test::full_registry();
+  graph::Pipeline p(vsynth::test::load_text(read("pipelines/context.yaml"), reg), reg);
+  std::vector<nlohmann::json> records = run(p, {task});
+  for (nlohmann::json& r : run(p, {later})) records.push_back(std::move(r));
   REQUIRE(records.size() == 2);
   for (const nlohmann::json& rec : records) {
     INFO(rec.dump(2));

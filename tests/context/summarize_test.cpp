@@ -62,7 +62,7 @@ class Circle(Shape):
   CHECK(f.unit("LIMIT").signature == "LIMIT: int = ...\n");
 }
 
-TEST_CASE("c and c++: prototypes with the doc comment; classes and namespaces are containers",
+TEST_CASE("c and c++: prototypes with the doc comment, classes and namespaces as containers",
           "[context][summarize]") {
   Fixture c("m.c", R"(<|>#include <stdio.h>
 

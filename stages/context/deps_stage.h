@@ -12,8 +12,8 @@
 //             one an incremental re-parse. Optional.
 //   /project  a name keeping projects apart (default: one project for the whole run).
 // Tasks of one run are processed concurrently (one lock per project): a task that relies on
-// files another task sends must come in a later run, or the stage be given `concurrency: 1`
-// with `ordered` input; sending the files with every task that needs them always works.
+// files another task sends must come in a later run (or every stage up to this one run with
+// `concurrency: serial`); sending the files with every task that needs them always works.
 // The task's own file (anchor facet) is indexed too, incrementally.
 //
 // Requires: `anchor`. Provides: `candidates`. Ports: `ok`.

@@ -169,7 +169,7 @@ TEST_CASE("min-p drops tokens less likely than min_p times the best", "[sampler]
 }
 
 TEST_CASE("top-p without top-k on a 262144-token vocabulary matches the brute-force nucleus",
-          "[sampler]") {
+          "[sampler][slow]") {
   // A flat-ish distribution whose nucleus holds thousands of tokens, so the selection heap
   // has to grow several times (64 -> 512 -> 4096 -> ...).
   const std::size_t n = 262144;

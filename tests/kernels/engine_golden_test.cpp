@@ -88,7 +88,7 @@ TEST_CASE("engine golden: synthetic qwen2 matches llama.cpp", "[engine][golden]"
 }
 
 TEST_CASE("engine golden: gemma3 270m on 2.5k tokens of code matches llama.cpp",
-          "[engine][golden][model]") {
+          "[engine][golden][model][slow]") {
   if (!std::filesystem::exists(kDefaultModel)) {
     WARN("skipped: " << kDefaultModel.string() << " is absent (run scripts/setup-model.sh)");
     return;
@@ -117,7 +117,7 @@ TEST_CASE("engine golden: gemma3 270m on 2.5k tokens of code matches llama.cpp",
 }
 
 TEST_CASE("engine golden: gemma3 decode path (token by token, past the sliding window)",
-          "[engine][golden][model]") {
+          "[engine][golden][model][slow]") {
   if (!std::filesystem::exists(kDefaultModel)) {
     WARN("skipped: " << kDefaultModel.string() << " is absent (run scripts/setup-model.sh)");
     return;

@@ -79,12 +79,14 @@ class Item {
   template <class F>
   F* find() {
     auto it = facets_.find(F::kName);
-    return it == facets_.end() ? nullptr : static_cast<F*>(it->second.get());
+    // dynamic_cast: two capabilities that chose the same facet name must not be read as each
+    // other's type; a mismatch reads as "absent".
+    return it == facets_.end() ? nullptr : dynamic_cast<F*>(it->second.get());
   }
   template <class F>
   const F* find() const {
     auto it = facets_.find(F::kName);
-    return it == facets_.end() ? nullptr : static_cast<const F*>(it->second.get());
+    return it == facets_.end() ? nullptr : dynamic_cast<const F*>(it->second.get());
   }
   // The facet, or an exception naming it when a stage's contract promised it but it is absent.
   template <class F>

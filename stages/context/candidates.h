@@ -31,7 +31,7 @@ namespace vsynth::stages::context {
 
 class CandidatesFacet : public graph::Facet {
  public:
-  static constexpr std::string_view kName = "candidates";
+  static constexpr std::string_view kName = "context_units";
 
   std::vector<SourceInfo> files;  // [0]: the cursor's file
   std::vector<Unit> units;

@@ -23,7 +23,7 @@ graph::Contract dedup_contract() {
       "call receivers stripped)";
   c.concurrency = graph::Concurrency::unlimited();
   c.requires_facets = {"anchor"};
-  c.provides_facets = {"candidates"};
+  c.provides_facets = {"context_units"};
   c.ports = {{"ok", "duplicates marked removed", false}};
   c.params = {
       graph::P::number("threshold", 0.85, 0.01, 1.0,

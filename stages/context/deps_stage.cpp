@@ -74,7 +74,7 @@ graph::Contract deps_contract() {
       "incrementally and adds definitions within two hops of the cursor's function";
   c.concurrency = graph::Concurrency::unlimited();  // one lock per project
   c.requires_facets = {"anchor"};
-  c.provides_facets = {"candidates"};
+  c.provides_facets = {"context_units"};
   c.ports = {{"ok", "dependencies added", false}};
   c.params = {
       graph::P::string("files_field", "/files",

@@ -21,7 +21,7 @@ graph::Contract summarize_contract() {
       "full, signature and name forms, and ranks them by relation to the cursor";
   c.concurrency = graph::Concurrency::unlimited();  // no shared state
   c.requires_facets = {"anchor"};
-  c.provides_facets = {"candidates"};
+  c.provides_facets = {"context_units"};
   c.ports = {{"ok", "candidates built", false}};
   c.params = {graph::P::boolean(
       "doc_line", true, "signature forms carry the first line of the docstring / doc comment")};

@@ -207,7 +207,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("vsynth stages describes every kind; unknown kinds get a suggestion") {
+TEST_CASE("vsynth stages describes every kind, and unknown kinds get a suggestion") {
   auto r = run({"stages"});
   CHECK(r.code == 0);
   CHECK(r.out.find("core.select") != std::string::npos);

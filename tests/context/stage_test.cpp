@@ -112,7 +112,7 @@ TEST_CASE("pipelines/context.yaml: two-hop context across files, edits, within b
     CHECK(text.find("# file: core.py\n") != std::string::npos);
     CHECK(text.rfind("# file: main.py\n") > text.find("# file: util.py\n"));
     CHECK(text.substr(ctx["cursor_offset"].get<std::size_t>(), 3) == "y)\n");
-    const nlohmann::json& deps = rec["facets"]["candidates"]["deps"];
+    const nlohmann::json& deps = rec["facets"]["context_units"]["deps"];
     bool hop2 = false;
     for (const auto& d : deps) hop2 |= d["name"] == "core_fn" && d["hop"] == 2;
     CHECK(hop2);

@@ -88,6 +88,28 @@ std::string DeviceArena::report() const {
   return s + mib(used_) + " of " + mib(capacity_) + " used";
 }
 
+DeviceBuffer::DeviceBuffer(size_t bytes, const char* purpose) : n_(bytes) {
+  if (bytes == 0) return;
+  const cudaError_t err = cudaMalloc(&p_, bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    p_ = nullptr;
+    throw CudaError(std::string("cannot allocate ") + mib(bytes) + " of device memory for " +
+                    purpose + ": " + cudaGetErrorName(err));
+  }
+}
+DeviceBuffer::~DeviceBuffer() {
+  if (p_ != nullptr) cudaFree(p_);
+}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (p_ != nullptr) cudaFree(p_);
+    p_ = std::exchange(o.p_, nullptr);
+    n_ = std::exchange(o.n_, 0);
+  }
+  return *this;
+}
+
 Stream::Stream() {
   VSYNTH_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
 }

@@ -1,6 +1,7 @@
 #include "stages/register_all.h"
 
 #include "stages/ast/register.h"
+#include "stages/constraint/register.h"
 #include "stages/context/register.h"
 #include "stages/core/register.h"
 #include "stages/generation/register.h"
@@ -11,6 +12,7 @@ namespace vsynth::stages {
 
 void register_all(graph::Registry& registry) {
   ast::register_stages(registry);
+  constraint::register_stages(registry);
   context::register_stages(registry);
   core::register_stages(registry);
   generation::register_stages(registry);

@@ -1,0 +1,75 @@
+#include "stages/constraint/proof_facet.h"
+
+#include <cmath>
+
+namespace vsynth::stages::constraint {
+
+namespace {
+double round1(double v) {
+  return std::round(v * 10.0) / 10.0;
+}
+}  // namespace
+
+nlohmann::json to_json(const CandidateProof& p, std::size_t index) {
+  nlohmann::json j;
+  j["index"] = index;
+  j["verdict"] = std::string(solvers::verdict_name(p.verdict));
+  j["message"] = p.message;
+  if (p.counterexample) {
+    const solvers::Counterexample& cx = *p.counterexample;
+    j["counterexample"] = cx.text;
+    nlohmann::json inputs = nlohmann::json::object();
+    for (const auto& [name, value] : cx.inputs.values) inputs[name] = value.python();
+    j["inputs"] = inputs;
+    if (cx.returned) j["returned"] = cx.returned->python();
+    if (!cx.failed.empty()) j["failed"] = cx.failed;
+    if (!cx.error.empty()) j["error"] = cx.error;
+    j["line"] = p.failed_line;
+  }
+  j["caveats"] = p.caveats;
+  if (!p.used_requires.empty()) j["used_requires"] = p.used_requires;
+  j["obligations"] = p.obligations;
+  j["returns"] = p.returns;
+  j["translate_us"] = round1(p.translate_us);
+  j["solver_us"] = round1(p.solver_us);
+  return j;
+}
+
+std::string ProofFacet::verdict() const {
+  if (!has_spec) return "no_spec";
+  if (candidates.empty()) return "unknown";
+  const solvers::Verdict v = candidates.front().verdict;
+  for (const CandidateProof& c : candidates) {
+    if (c.verdict != v) return "mixed";
+  }
+  return std::string(solvers::verdict_name(v));
+}
+
+nlohmann::json ProofFacet::to_json() const {
+  nlohmann::json j;
+  j["verdict"] = verdict();
+  j["attempt"] = attempt;
+  if (!has_spec) {
+    j["message"] = note;
+    return j;
+  }
+  double translate_us = 0, solver_us = 0;
+  j["candidates"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    j["candidates"].push_back(constraint::to_json(candidates[i], i));
+    translate_us += candidates[i].translate_us;
+    solver_us += candidates[i].solver_us;
+  }
+  if (!candidates.empty() && j["verdict"] != "mixed") {
+    const CandidateProof& first = candidates.front();
+    j["message"] = first.message;
+    if (first.counterexample) j["counterexample"] = first.counterexample->text;
+  } else if (!candidates.empty()) {
+    j["message"] = "the candidates' verdicts differ (see candidates)";
+  }
+  j["translate_us"] = round1(translate_us);
+  j["solver_us"] = round1(solver_us);
+  return j;
+}
+
+}  // namespace vsynth::stages::constraint

@@ -1,0 +1,224 @@
+// constrain.z3 on items (proof facet per candidate, no-spec tasks, malformed specs) and the
+// forward hook inside generate.llm on the tiny random GGUF of tests/generation: a test hook
+// lets the model write only one of two lines, a return that breaks the spec or a correct one;
+// with hook.z3_forward every candidate ends up with the correct one (proved by constrain.z3),
+// without it some keep the bad one (refuted).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "graph/pipeline.h"
+#include "stages/constraint/constrain_stage.h"
+#include "stages/constraint/error.h"
+#include "stages/constraint/proof_facet.h"
+#include "stages/generation/hook.h"
+#include "tests/generation/gen_test_util.h"
+#include "tests/graph/test_kinds.h"
+
+namespace fs = std::filesystem;
+namespace graph = vsynth::graph;
+namespace cs = vsynth::stages::constraint;
+namespace gen = vsynth::stages::generation;
+using vsynth::kernels::TokenId;
+
+namespace {
+
+nlohmann::json clamp_task(const std::string& id) {
+  return {{"task_id", id},
+          {"language", "python"},
+          {"entry_point", "clamp"},
+          {"signature", "def clamp(x: int, lo: int, hi: int) -> int:"},
+          {"prompt", "def clamp(x: int, lo: int, hi: int) -> int:\n"},
+          {"spec",
+           {{"requires", {"lo <= hi"}},
+            {"ensures", {"lo <= result <= hi", "x < lo or x > hi or result == x"}}}}};
+}
+
+nlohmann::json prove_record(nlohmann::json task) {
+  graph::Item item(graph::Task{task["task_id"].get<std::string>(), task}, 0);
+  cs::ProofSettings s;
+  cs::prove_item(item, s);
+  return item.find<cs::ProofFacet>()->to_json();
+}
+
+// The two lines the model may write (SPM pieces spell spaces as U+2581).
+const std::string kSp = "\xE2\x96\x81";
+std::string spm(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == ' ' ? kSp : std::string(1, c);
+  return out;
+}
+const std::string kBad = "    return x\n";
+const std::string kGood = "    return max(lo, min(x, hi))\n";
+
+const fs::path& tiny_model() {
+  static const fs::path path = [] {
+    fs::path d = fs::path(VSYNTH_BINARY_DIR) / "constraint_test";
+    fs::create_directories(d);
+    const auto vocab = vsynth::gentest::spm_vocab({spm(kBad), spm(kGood), "def", kSp, "\n"});
+    vsynth::gentest::write_tiny_model(d / "tiny_base.gguf", vocab, 3, 1024);
+    return d / "tiny_base.gguf";
+  }();
+  return path;
+}
+
+// Lets the model write only the two lines.
+class TwoLines : public vsynth::kernels::MaskHook {
+ public:
+  explicit TwoLines(std::vector<TokenId> ids) : ids_(std::move(ids)) {}
+  void before_sample(const vsynth::kernels::DecodeView&,
+                     vsynth::kernels::TokenMask& mask) override {
+    mask.allow_only(ids_);
+  }
+
+ private:
+  std::vector<TokenId> ids_;
+};
+class TwoLinesResource : public gen::DecodingHook {
+ public:
+  std::unique_ptr<vsynth::kernels::MaskHook> make(graph::Item&,
+                                                  const gen::HookContext& ctx) override {
+    return std::make_unique<TwoLines>(
+        std::vector<TokenId>{*ctx.tokenizer.find(spm(kBad)), *ctx.tokenizer.find(spm(kGood))});
+  }
+};
+
+class TaskSource : public graph::Source {
+ public:
+  explicit TaskSource(std::vector<nlohmann::json> tasks) {
+    for (auto& t : tasks) tasks_.push_back({t["task_id"].get<std::string>(), t});
+  }
+  std::optional<graph::Task> next() override {
+    if (i_ >= tasks_.size()) return std::nullopt;
+    return tasks_[i_++];
+  }
+
+ private:
+  std::vector<graph::Task> tasks_;
+  std::size_t i_ = 0;
+};
+
+std::vector<nlohmann::json> run(const std::string& yaml, std::vector<nlohmann::json> tasks) {
+  graph::Registry reg = vsynth::test::full_registry();
+  reg.add_resource(
+      {"hook.two_lines", "hook", "test: two lines", {}},
+      [](const graph::ResourceContext&) { return std::make_shared<TwoLinesResource>(); });
+  graph::Pipeline p(vsynth::test::load_text(yaml, reg), reg);
+  TaskSource src(std::move(tasks));
+  vsynth::test::VectorSink sink;
+  graph::RunControl control;
+  const graph::RunResult r = p.run(src, sink, control);
+  CHECK(r.errors == 0);
+  return sink.records;
+}
+
+std::string pipeline(bool forward) {
+  return "resources:\n  m: { use: model.gguf, with: { path: \"" + tiny_model().string() +
+         "\", threads: 1, context_length: 512 } }\n"
+         "  two: { use: hook.two_lines }\n"
+         "  z3: { use: hook.z3_forward, with: { max_backtracks: 4 } }\n"
+         "stages:\n"
+         "  gen: { use: generate.llm, with: { model: m, hooks: [two" +
+         std::string(forward ? ", z3" : "") +
+         "], max_new_tokens: 2, n_candidates: 8, temperature: 1.0, top_k: 0, min_p: 0.0, "
+         "seed: 11 } }\n"
+         "  check: { use: constrain.z3 }\n"
+         "edges: [ gen -> check -> out ]\n";
+}
+
+}  // namespace
+
+TEST_CASE("constrain.z3: a candidate's proof lands in the proof facet") {
+  nlohmann::json bad = clamp_task("bad");
+  bad["candidate"] = "def clamp(x, lo, hi):\n    if x > hi:\n        return x\n    return lo\n";
+  const nlohmann::json j = prove_record(bad);
+  CHECK(j["verdict"] == "refuted");
+  REQUIRE(j["candidates"].size() == 1);
+  const auto& c = j["candidates"][0];
+  CHECK(c["line"] == 3);
+  CHECK(c["failed"] == "result <= hi");
+  CHECK_THAT(c["counterexample"].get<std::string>(), Catch::StartsWith("clamp(x="));
+  CHECK(j["counterexample"] == c["counterexample"]);
+  CHECK(c["inputs"].contains("hi"));
+
+  nlohmann::json good = clamp_task("good");
+  good["candidate"] = "def clamp(x, lo, hi):\n    return min(max(x, lo), hi)\n";
+  const nlohmann::json g = prove_record(good);
+  CHECK(g["verdict"] == "verified");
+  CHECK(g["candidates"][0]["used_requires"] == nlohmann::json::array({"lo <= hi"}));
+}
+
+TEST_CASE("constrain.z3: tasks without a spec get no proof, said so") {
+  nlohmann::json t = clamp_task("nospec");
+  t.erase("spec");
+  t["candidate"] = "def clamp(x, lo, hi):\n    return x\n";
+  const nlohmann::json j = prove_record(t);
+  CHECK(j["verdict"] == "no_spec");
+  CHECK_THAT(j["message"].get<std::string>(), Catch::Contains("no spec"));
+  CHECK_FALSE(j.contains("candidates"));
+}
+
+TEST_CASE("constrain.z3: malformed specs fail the item naming the task and the field") {
+  nlohmann::json t = clamp_task("typo");
+  t["spec"]["ensures"] = {"lo <= result <= hgih"};
+  t["candidate"] = "def clamp(x, lo, hi):\n    return x\n";
+  CHECK_THROWS_WITH(prove_record(t),
+                    Catch::Contains("task `typo`") && Catch::Contains("did you mean 'hi'"));
+  t["spec"] = {{"ensure", {"result >= 0"}}};
+  CHECK_THROWS_WITH(prove_record(t), Catch::Contains("unknown key `spec.ensure`"));
+  t["spec"] = {{"ensures", {3}}};
+  CHECK_THROWS_WITH(prove_record(t), Catch::Contains("spec.ensures[0] must be a string"));
+  t = clamp_task("nosig");
+  t.erase("signature");
+  t["prompt"] = "Write clamp.";
+  t["candidate"] = "def clamp(x, lo, hi):\n    return x\n";
+  CHECK_THROWS_WITH(prove_record(t), Catch::Contains("no `signature`"));
+}
+
+TEST_CASE("constrain.z3: C tasks are proved with C semantics") {
+  nlohmann::json t = {{"task_id", "c-max3"},
+                      {"language", "c"},
+                      {"signature", "int max3(int a, int b, int c)"},
+                      {"spec",
+                       {{"ensures",
+                         {"result >= a and result >= b and result >= c",
+                          "result == a or result == b or result == c"}}}},
+                      {"candidate",
+                       "int max3(int a, int b, int c) {\n  int m = a > b ? a : b;\n"
+                       "  return m > c ? m : c;\n}\n"}};
+  CHECK(prove_record(t)["verdict"] == "verified");
+  t["candidate"] = "int max3(int a, int b, int c) {\n  return a > b ? a : c;\n}\n";
+  CHECK(prove_record(t)["verdict"] == "refuted");
+}
+
+TEST_CASE("hook.z3_forward in generate.llm keeps bad returns out; constrain.z3 proves the rest",
+          "[constraint][pipeline]") {
+  const auto with = run(pipeline(true), {clamp_task("py-clamp")});
+  REQUIRE(with.size() == 1);
+  INFO(with[0].dump(2));
+  const auto& facets = with[0]["facets"];
+  CHECK(facets["proof"]["verdict"] == "verified");
+  REQUIRE(facets["proof"]["candidates"].size() == 8);
+  int rejections = 0;
+  for (const auto& c : facets["candidates"]["candidates"]) {
+    CHECK(c["text"].get<std::string>().starts_with(kGood));
+    rejections += c.value("rejections", 0);
+  }
+  CHECK(rejections >= 1);  // some candidates tried the bad line first
+  const auto& stats = facets["constraint_stats"];
+  REQUIRE(stats["candidates"].size() == 8);
+  CHECK(stats["rejections"] == rejections);
+  CHECK(stats["checks"].get<int>() >= 8);
+  CHECK(stats["p99_token_us"].get<double>() >= stats["p50_token_us"].get<double>());
+  CHECK(stats["p50_token_us"].get<double>() > 0);
+
+  // The same sampling without the forward check: some candidates keep the bad line.
+  const auto without = run(pipeline(false), {clamp_task("py-clamp")});
+  REQUIRE(without.size() == 1);
+  const auto& proof = without[0]["facets"]["proof"];
+  CHECK(proof["verdict"] == "mixed");
+  int refuted = 0;
+  for (const auto& c : proof["candidates"]) refuted += c["verdict"] == "refuted";
+  CHECK(refuted >= 1);
+  CHECK_FALSE(without[0]["facets"].contains("constraint_stats"));
+}

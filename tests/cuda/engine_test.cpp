@@ -1,6 +1,7 @@
 // The CUDA engine against the CPU engine on the same synthetic weights (label gpu): teacher-
 // forced logits through prefill_all (GEMM path) and decode (GEMV path, CUDA graph), fork with
 // copy-on-write, rollback, INT8 KV, device sampling with a mask, batched decode.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -106,11 +107,12 @@ TEST_CASE("cuda engine: tiny models match the CPU engine (gemma3 llama qwen2, FP
       ds->rollback(100);
       CHECK(ds->position() == 100);
       CHECK(ds->last_logits().empty());
-      ds->prefill(std::span(toks).subspan(100, 50));
+      // Same path as the first time (decode steps, not a GEMM prefill): the same numbers.
+      for (size_t i = 100; i < 150; ++i) ds->decode(toks[i]);
       const auto again = ds->decode(toks[0]);
       Agreement r;
       r.add(again, before);
-      CHECK(r.max_rel < 1e-4);
+      CHECK(r.max_rel < 1e-5);
       CHECK_THROWS_AS(ds->rollback(1000), EngineError);
       CHECK_THROWS_AS(ds->decode(spec.vocab), EngineError);
     }
@@ -147,12 +149,20 @@ TEST_CASE("cuda engine: device sampling, masks and batched decode", "[gpu]") {
     ptrs.push_back(seqs.back().get());
     first.push_back(static_cast<TokenId>(4 + i));
   }
-  std::vector<TokenId> one;
+  std::vector<std::vector<float>> one;
   for (int i = 0; i < 12; ++i) {
     auto f = seqs[static_cast<size_t>(i)]->fork();
-    one.push_back(kernels::test::argmax(f->decode(first[static_cast<size_t>(i)])));
+    const auto l1 = f->decode(first[static_cast<size_t>(i)]);
+    one.emplace_back(l1.begin(), l1.end());
   }
-  CHECK(gpu->decode_batch_greedy(ptrs, first) == one);
+  // The batch runs GEMMs in fp16 where single decodes run GEMVs: a near-tie may pick the other
+  // token, so each pick must be (within rounding) a maximum of the single-decode logits.
+  const std::vector<TokenId> picked = gpu->decode_batch_greedy(ptrs, first);
+  REQUIRE(picked.size() == 12);
+  for (size_t i = 0; i < 12; ++i) {
+    const auto [lo, hi] = std::minmax_element(one[i].begin(), one[i].end());
+    CHECK(one[i][static_cast<size_t>(picked[i])] >= *hi - 1e-2f * (*hi - *lo));
+  }
   CHECK(seqs[0]->position() == 6);
   CHECK_THROWS_AS(gpu->decode_batch_greedy(std::vector<Sequence*>{ptrs[0], ptrs[0]},
                                            std::vector<TokenId>{1, 2}),

@@ -306,7 +306,7 @@ std::unique_ptr<kernels::MaskHook> Z3ForwardHook::make(graph::Item& item,
   shape.entry_point = parts.entry_point;
 
   auto* facet = item.find<ConstraintStatsFacet>();
-  if (!facet || ctx.candidate == 0) facet = &item.emplace<ConstraintStatsFacet>();
+  if (!facet) facet = &item.emplace<ConstraintStatsFacet>();  // kept across attempts
   ForwardStats stats;
   stats.candidate = ctx.candidate;
   stats.attempt = ctx.attempt;

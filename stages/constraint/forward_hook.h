@@ -67,7 +67,7 @@ struct ForwardStats {
   nlohmann::json to_json() const;
 };
 
-// Facet `constraint_stats`: the forward check's costs for each candidate of the latest attempt.
+// Facet `constraint_stats`: the forward check's costs for each candidate of every attempt.
 class ConstraintStatsFacet : public graph::Facet {
  public:
   static constexpr std::string_view kName = "constraint_stats";

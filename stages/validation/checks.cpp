@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -350,6 +351,10 @@ CheckVerdict Checker::c_tests(const Program& program, const TestSuite& suite,
 }
 
 CheckVerdict Checker::spec(const graph::Item& item) {
+  return spec(item, SIZE_MAX);
+}
+
+CheckVerdict Checker::spec(const graph::Item& item, std::size_t candidate) {
   CheckVerdict v;
   v.check = Check::Spec;
   const auto it = item.facets().find("proof");
@@ -358,7 +363,15 @@ CheckVerdict Checker::spec(const graph::Item& item) {
     v.message = "no `proof` facet (constrain.z3 did not run before validate.async)";
     return v;
   }
-  const nlohmann::json j = it->second->to_json();
+  nlohmann::json j = it->second->to_json();
+  if (j.is_object() && j.contains("candidates") && j["candidates"].is_array()) {
+    for (const auto& c : j["candidates"]) {
+      if (c.is_object() && c.value("index", SIZE_MAX) == candidate) {
+        j = c;
+        break;
+      }
+    }
+  }
   const std::string verdict = j.is_object() ? json_string(j, "verdict") : "";
   const std::string message = j.is_object() ? json_string(j, "message") : "";
   if (verdict == "proved" || verdict == "verified") {

@@ -49,6 +49,9 @@ class Checker {
   // verified pass, refuted fails (with the counterexample), anything else is skipped, as is an
   // item without the facet.
   static CheckVerdict spec(const graph::Item& item);
+  // The same for one candidate: the facet's "candidates" entry whose "index" is `candidate`
+  // when there is one (constrain.z3 proves each candidate), else the item's verdict.
+  static CheckVerdict spec(const graph::Item& item, std::size_t candidate);
 
   const Sandbox& sandbox() const { return sandbox_; }
   const SandboxLimits& limits() const { return config_.limits; }

@@ -115,7 +115,7 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
           cv.checks.push_back(checker.tests(program, task, suite, s.oracle, limits));
           break;
         case Check::Spec:
-          cv.checks.push_back(Checker::spec(item));
+          cv.checks.push_back(Checker::spec(item, program.index));
           break;
       }
       const CheckVerdict& last = cv.checks.back();

@@ -12,6 +12,7 @@
 #include "stages/constraint/error.h"
 #include "stages/constraint/proof_facet.h"
 #include "stages/generation/hook.h"
+#include "stages/validation/checks.h"
 #include "tests/generation/gen_test_util.h"
 #include "tests/graph/test_kinds.h"
 
@@ -221,4 +222,31 @@ TEST_CASE("hook.z3_forward in generate.llm keeps bad returns out; constrain.z3 p
   for (const auto& c : proof["candidates"]) refuted += c["verdict"] == "refuted";
   CHECK(refuted >= 1);
   CHECK_FALSE(without[0]["facets"].contains("constraint_stats"));
+}
+
+TEST_CASE("validate.async's spec check reads each candidate's own proof") {
+  nlohmann::json t = clamp_task("two");
+  graph::Item item(graph::Task{"two", t}, 0);
+  auto& facet = item.emplace<cs::ProofFacet>();
+  facet.has_spec = true;
+  nlohmann::json bad = clamp_task("x");
+  bad["candidate"] = "def clamp(x, lo, hi):\n    return x\n";
+  const nlohmann::json refuted = prove_record(bad);
+  REQUIRE(refuted["verdict"] == "refuted");
+  cs::CandidateProof ok;
+  ok.verdict = vsynth::solvers::Verdict::Verified;
+  ok.message = "proved";
+  cs::CandidateProof no;
+  no.verdict = vsynth::solvers::Verdict::Refuted;
+  no.message = "the return at line 2 breaks the spec";
+  facet.candidates = {ok, no};
+  CHECK(facet.to_json()["verdict"] == "mixed");
+
+  namespace val = vsynth::stages::validation;
+  CHECK(val::Checker::spec(item, 0).status == val::Status::Pass);
+  const val::CheckVerdict v1 = val::Checker::spec(item, 1);
+  CHECK(v1.status == val::Status::Fail);
+  CHECK_THAT(v1.message, Catch::Contains("line 2"));
+  // The item's summary alone (mixed) decides nothing.
+  CHECK(val::Checker::spec(item).status == val::Status::Skipped);
 }

@@ -1,5 +1,9 @@
 #include "kernels/gguf/writer.h"
 
+#include <unistd.h>
+
+#include <atomic>
+
 #include <fstream>
 #include <stdexcept>
 #include <utility>
@@ -166,12 +170,33 @@ GgufImage GgufWriter::build() const {
 }
 
 void GgufWriter::write(const std::filesystem::path& path) const {
+  // Written to a sibling temporary file and renamed over `path`: a process that has the old
+  // file mapped keeps reading the old bytes (truncating in place would turn its pages into
+  // SIGBUS or silently changed weights), and a crash mid-write never leaves a torn model.
   const GgufImage img = build();
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(img.bytes.data()),
-          static_cast<std::streamsize>(img.bytes.size()));
-  f.close();
-  if (!f) throw std::runtime_error("GgufWriter: cannot write " + path.string());
+  static std::atomic<unsigned> counter{0};
+  std::filesystem::path tmp = path;
+  tmp += ".tmp-" + std::to_string(static_cast<long>(::getpid())) + "-" +
+         std::to_string(counter.fetch_add(1));
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(img.bytes.data()),
+            static_cast<std::streamsize>(img.bytes.size()));
+    f.close();
+    if (!f) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw std::runtime_error("GgufWriter: cannot write " + path.string() +
+                               " (writing its temporary file " + tmp.string() + " failed)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw std::runtime_error("GgufWriter: cannot write " + path.string() + ": " + ec.message());
+  }
 }
 
 }  // namespace vsynth::kernels

@@ -21,7 +21,10 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kBinary = std::string(VSYNTH_BINARY_DIR) + "/tools/vsynth/vsynth";
-const fs::path kWork = fs::path(VSYNTH_BINARY_DIR) / "cli_test";
+// One folder per test process: ctest runs the test cases of this file in parallel processes,
+// and a shared stdout.txt / stderr.txt would have each read the other's output.
+const fs::path kWork =
+    fs::path(VSYNTH_BINARY_DIR) / "cli_test" / std::to_string(static_cast<long>(::getpid()));
 
 struct Result {
   int code = -1;

@@ -2,6 +2,8 @@
 // scripts/golden/make_logits_golden.py, and comparing our logits with them.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -273,7 +275,12 @@ inline std::filesystem::path write_tiny_model(const TinySpec& s, const std::stri
     add(p + "ffn_up.weight", {d, ff}, sd);
     add(p + "ffn_down.weight", {ff, d}, 1.7f / std::sqrt(static_cast<float>(s.ffn)));
   }
-  const std::filesystem::path path = std::filesystem::path(VSYNTH_BINARY_DIR) / file;
+  // One folder per test process: ctest runs test cases in parallel processes, and callers reuse
+  // a file name for models of different specs (a shared path would hand one process another's).
+  const std::filesystem::path dir = std::filesystem::path(VSYNTH_BINARY_DIR) / "engine_test" /
+                                    std::to_string(static_cast<long>(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / file;
   w.write(path);
   return path;
 }

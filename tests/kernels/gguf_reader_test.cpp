@@ -319,6 +319,28 @@ TEST_CASE("gguf: open() maps the file, and the object moves without invalidating
   CHECK(other.get<uint32_t>("tiny.block_count") == 2);
 }
 
+TEST_CASE("gguf: rewriting a file leaves readers that mapped it untouched", "[gguf]") {
+  // Several test processes (and users re-exporting a model) write the same path while another
+  // process has it mapped: the writer must replace the file, never truncate it in place (a
+  // mapped page past the new end is SIGBUS, and a page rewritten in place is silent corruption).
+  TempDir dir;
+  const auto path = dir.path / "shared.gguf";
+  small_writer().write(path);
+  const GgufFile first = GgufFile::open(path);
+  GgufWriter other;
+  other.add("general.name", "another model");
+  other.write(path);
+  CHECK(first.get_string("general.name") == "tiny test model");
+  CHECK(first.tensor("output_norm.weight").n_elements == 4);
+  CHECK(GgufFile::open(path).get_string("general.name") == "another model");
+  // Nothing but the file itself is left behind (no temporary siblings).
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path)) ++entries;
+  CHECK(entries == 1);
+  // An unwritable destination is an error naming it, and leaves no temporary file either.
+  CHECK_THROWS_WITH(other.write(dir.path / "missing-dir" / "x.gguf"), Contains("missing-dir"));
+}
+
 TEST_CASE("gguf: open() reports files it cannot map", "[gguf]") {
   TempDir dir;
   CHECK_THROWS_WITH(GgufFile::open(dir.path / "absent.gguf"),

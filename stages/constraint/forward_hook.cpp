@@ -130,7 +130,12 @@ struct ForwardHook::Impl {
         spec{std::move(language), contract, {}},
         shape(std::move(sh)),
         checker(contract, options(s)),
-        created(Clock::now()) {}
+        created(Clock::now()) {
+    // Z3's first check in a fresh session costs milliseconds (solver set-up); pay it here,
+    // before decoding, rather than at the first statement boundary. It also tells whether the
+    // requires are satisfiable.
+    checker.check_paths({});
+  }
 
   static solvers::ContractOptions options(const ForwardSettings& s) {
     solvers::ContractOptions o;

@@ -59,7 +59,7 @@ struct ForwardStats {
   int violations = 0;           // refuted obligations
   int rollbacks = 0, rejections = 0;
   bool gave_up = false;  // max_backtracks reached: later statements not checked
-  double setup_us = 0;   // building the Z3 session (once per candidate)
+  double setup_us = 0;   // building the Z3 session and its first check (once per candidate)
   double translate_us = 0, z3_us = 0;
   double wall_us = 0;               // from the hook's creation to its last call (~ the decode time)
   std::vector<std::string> events;  // "rollback to token 12: clamp(x=4, ...) returned 4; ..."

@@ -139,7 +139,7 @@ TEST_CASE("forward hook: instruct answers are read inside their code fence") {
   CHECK(v.position == 8);
 }
 
-TEST_CASE("forward hook: C statements are judged at `;`") {
+TEST_CASE("forward hook: C statements are judged at semicolons") {
   nlohmann::json j = {{"language", "c"},
                       {"signature", "int clamp(int x, int lo, int hi)"},
                       {"spec", {{"requires", {"lo <= hi"}}, {"ensures", {"lo <= result <= hi"}}}}};

@@ -192,7 +192,7 @@ TEST_CASE("constrain.z3: C tasks are proved with C semantics") {
   CHECK(prove_record(t)["verdict"] == "refuted");
 }
 
-TEST_CASE("hook.z3_forward in generate.llm keeps bad returns out; constrain.z3 proves the rest",
+TEST_CASE("hook.z3_forward in generate.llm keeps bad returns out and constrain.z3 proves the rest",
           "[constraint][pipeline]") {
   const auto with = run(pipeline(true), {clamp_task("py-clamp")});
   REQUIRE(with.size() == 1);

@@ -138,7 +138,7 @@ TEST_CASE("python: constructs outside the subset give unknown naming the constru
   CHECK(prove("def gcd(a, b):\n    return (a +\n", spec).verdict == Verdict::Unknown);
 }
 
-TEST_CASE("python: for-range loops unroll to the bound; beyond it the proof is unknown") {
+TEST_CASE("python: for-range loops unroll to the bound, beyond it the proof is unknown") {
   const std::string code = R"(def sum_range(lo: int, hi: int) -> int:
     total = 0
     for i in range(lo, hi + 1):

@@ -67,6 +67,7 @@ nlohmann::json AnchorFacet::to_json() const {
   nlohmann::json j;
   j["path"] = file_->path();
   j["language"] = file_->language().name();
+  j["parse"] = parse_;
   j["cursor"] = {{"byte", a.byte}, {"row", a.point.row}, {"column", a.point.column}};
   j["node"] = {{"type", a.node.type},
                {"start", point_json(a.node.span.start)},
@@ -96,7 +97,11 @@ AnchorStage::AnchorStage(const graph::StageContext& ctx)
       language_(pointer_param(ctx, "language_field")),
       one_based_(ctx.params.string("cursor_base") == "one"),
       options_{static_cast<std::size_t>(ctx.params.integer("max_identifiers"))},
-      ok_(ctx.port("ok")) {}
+      ok_(ctx.port("ok")) {
+  if (const int64_t mb = ctx.params.integer("cache_mb"); mb > 0) {
+    cache_ = std::make_unique<ParseCache>(static_cast<std::size_t>(mb) << 20);
+  }
+}
 
 graph::Port AnchorStage::process(graph::Item& item) {
   const nlohmann::json& data = item.task().data;
@@ -124,10 +129,18 @@ graph::Port AnchorStage::process(graph::Item& item) {
                                      : Cursor::at(line, column);
 
   // Built in place and never moved: the anchor's string views point into its source.
-  auto file = std::make_shared<const ParsedFile>(std::move(path), *language,
-                                                 std::string(string_field(item, source_)));
+  std::shared_ptr<const ParsedFile> file;
+  std::string_view how = "parsed";
+  if (cache_) {
+    ParseCache::Result r = cache_->parse(path, *language, string_field(item, source_));
+    file = std::move(r.file);
+    how = to_string(r.outcome);
+  } else {
+    file = std::make_shared<const ParsedFile>(std::move(path), *language,
+                                              std::string(string_field(item, source_)));
+  }
   Anchor a = anchor(*file, cursor, options_);
-  item.emplace<AnchorFacet>(std::move(file), std::move(a));
+  item.emplace<AnchorFacet>(std::move(file), std::move(a), how);
   return ok_;
 }
 
@@ -137,7 +150,8 @@ graph::Contract anchor_contract() {
   c.summary =
       "Parses the task's file with tree-sitter and locates its cursor: node, enclosing "
       "function/class, scopes, imports, nearby identifiers";
-  c.concurrency = graph::Concurrency::unlimited();  // no shared state: one parser per item
+  // One parser per request; the parse cache is the only shared state and locks itself.
+  c.concurrency = graph::Concurrency::unlimited();
   c.provides_facets = {std::string(AnchorFacet::kName)};
   c.ports = {{"ok", "the cursor was located (the file may still hold syntax errors)", false}};
   c.params = {
@@ -154,6 +168,9 @@ graph::Contract anchor_contract() {
                        "LSP); columns count bytes"),
       graph::P::integer("max_identifiers", 32, 0, 100000,
                         "nearest distinct identifiers to keep (0: all in the enclosing function)"),
+      graph::P::integer("cache_mb", 64, 0, 1 << 20,
+                        "MiB of parsed files kept between requests, keyed by path and content "
+                        "(same text: tree reused; changed text: incremental re-parse); 0: none"),
   };
   return c;
 }

@@ -4,7 +4,14 @@
 // validate.async) read the `anchor` facet, including the parsed tree, instead of re-parsing.
 //
 //   stages:
-//     anchor: { use: ast.anchor, with: { cursor_base: one, max_identifiers: 32 } }
+//     anchor: { use: ast.anchor, with: { cursor_base: one, max_identifiers: 32, cache_mb: 64 } }
+//
+// Parse cache (parse_cache.h): the stage keeps parsed files between requests, keyed by path
+// and content hash, LRU-bounded to `cache_mb` MiB (0: none, every request parses afresh). The
+// same text again reuses the tree; another text for a cached path is parsed incrementally
+// from the path's last version (ts_tree_edit with the changed span, then a re-parse). One
+// cache per stage instance, shared by the requests it processes concurrently, kept for the
+// run (a `vsynth serve` session, a batch).
 //
 // Task fields (JSON pointers, each a parameter):
 //   /path      the file's name; its extension picks the language (.py, .c/.h, .cc/.cpp/.hpp/
@@ -26,6 +33,7 @@
 
 #include "graph/stage.h"
 #include "stages/ast/anchor.h"
+#include "stages/ast/parse_cache.h"
 #include "stages/ast/parsed_file.h"
 
 namespace vsynth::stages::ast {
@@ -35,31 +43,39 @@ namespace vsynth::stages::ast {
 class AnchorFacet : public graph::Facet {
  public:
   static constexpr std::string_view kName = "anchor";
-  AnchorFacet(std::shared_ptr<const ParsedFile> file, Anchor anchor)
-      : file_(std::move(file)), anchor_(std::move(anchor)) {}
+  // `parse`: how the file was obtained: "parsed" (no cache), or a ParseCache outcome ("hit",
+  // "edit", "miss").
+  AnchorFacet(std::shared_ptr<const ParsedFile> file, Anchor anchor,
+              std::string_view parse = "parsed")
+      : file_(std::move(file)), anchor_(std::move(anchor)), parse_(parse) {}
 
   const ParsedFile& file() const { return *file_; }
   std::shared_ptr<const ParsedFile> share_file() const { return file_; }
   const Anchor& anchor() const { return anchor_; }
+  std::string_view parse() const { return parse_; }
 
-  // path, language, cursor, node, function, class, module, scopes, imports, identifiers,
-  // syntax_errors; positions as {"row", "column"}, 0-based, columns in bytes.
+  // path, language, parse, cursor, node, function, class, module, scopes, imports,
+  // identifiers, syntax_errors; positions as {"row", "column"}, 0-based, columns in bytes.
   nlohmann::json to_json() const override;
 
  private:
   std::shared_ptr<const ParsedFile> file_;
   Anchor anchor_;
+  std::string parse_;
 };
 
 class AnchorStage : public graph::SyncStage {
  public:
   explicit AnchorStage(const graph::StageContext& ctx);
   graph::Port process(graph::Item& item) override;
+  // Null when `cache_mb` is 0.
+  const ParseCache* cache() const { return cache_.get(); }
 
  private:
   nlohmann::json::json_pointer path_, source_, cursor_, language_;
   bool one_based_;
   AnchorOptions options_;
+  std::unique_ptr<ParseCache> cache_;
   graph::Port ok_;
 };
 

@@ -23,6 +23,45 @@ ParsedFile::ParsedFile(std::string path, const Language& language, std::string s
   parse(nullptr);
 }
 
+ParsedFile::ParsedFile(const ParsedFile& base, std::string source, TextEdit* edit_out)
+    : path_(base.path_),
+      language_(base.language_),
+      source_(std::move(source)),
+      parser_(make_parser(language_->ts(), language_->name())) {
+  if (source_.size() > UINT32_MAX) {
+    throw AstError(fmt::format("{}: {} bytes is over tree-sitter's limit of {} bytes", path_,
+                               source_.size(), UINT32_MAX));
+  }
+  index_rows();
+  const TextEdit d = diff_texts(base.source(), source_);
+  if (edit_out) *edit_out = d;
+  TSInputEdit edit{};
+  edit.start_byte = d.start;
+  edit.old_end_byte = d.old_end;
+  edit.new_end_byte = d.new_end;
+  edit.start_point = base.point_at(d.start);
+  edit.old_end_point = base.point_at(d.old_end);
+  edit.new_end_point = point_at(d.new_end);
+  // The copy shares base's subtrees by reference count; ts_tree_edit copies the ones on the
+  // edited path before changing them, so base's tree stays as it was.
+  TreePtr old_tree = copy_tree(base.tree());
+  ts_tree_edit(old_tree.get(), &edit);
+  parse(old_tree.get());
+}
+
+TextEdit diff_texts(std::string_view old_text, std::string_view new_text) {
+  const std::size_t limit = std::min(old_text.size(), new_text.size());
+  std::size_t prefix = 0;
+  while (prefix < limit && old_text[prefix] == new_text[prefix]) ++prefix;
+  std::size_t suffix = 0;
+  while (suffix < limit - prefix &&
+         old_text[old_text.size() - 1 - suffix] == new_text[new_text.size() - 1 - suffix]) {
+    ++suffix;
+  }
+  return TextEdit{static_cast<uint32_t>(prefix), static_cast<uint32_t>(old_text.size() - suffix),
+                  static_cast<uint32_t>(new_text.size() - suffix)};
+}
+
 ParsedFile ParsedFile::from_path(std::string path, std::string source) {
   const Language& language = Language::for_path(path);
   return ParsedFile(std::move(path), language, std::move(source));

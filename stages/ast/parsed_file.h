@@ -7,6 +7,9 @@
 // An edit (apply_edit) tells the old tree what changed (ts_tree_edit with exact byte and point
 // coordinates) and re-parses with it, so tree-sitter reuses every untouched subtree. TSNodes
 // taken from the file before an edit are invalid afterwards; take them again from root().
+// A new version can also be made from a file left untouched (the next-version constructor):
+// that is what a cache shared between requests does, since other requests still read the old
+// version's tree.
 #pragma once
 
 #include <tree_sitter/api.h>
@@ -21,6 +24,15 @@
 
 namespace vsynth::stages::ast {
 
+// The single edit that turns one text into another: bytes [start, old_end) of the old text
+// become bytes [start, new_end) of the new one. Found as the common prefix and the common
+// suffix (they never overlap), so a one-line change gives a one-line edit.
+struct TextEdit {
+  uint32_t start = 0, old_end = 0, new_end = 0;
+  bool empty() const { return start == old_end && start == new_end; }
+};
+TextEdit diff_texts(std::string_view old_text, std::string_view new_text);
+
 class ParsedFile {
  public:
   // Parses `source` as `language`. `path` is only used in messages. Throws AstError when the
@@ -28,6 +40,11 @@ class ParsedFile {
   ParsedFile(std::string path, const Language& language, std::string source);
   // The language from the path's extension (Language::for_path; throws for an unknown one).
   static ParsedFile from_path(std::string path, std::string source);
+  // The next version of `base` (same path and language) with text `source`, parsed
+  // incrementally from a copy of base's tree edited by diff_texts(base.source(), source):
+  // subtrees outside the edit are shared, not re-parsed. `base` is not changed (its tree may
+  // be read by other threads meanwhile). `edit`, when given, receives the edit applied.
+  ParsedFile(const ParsedFile& base, std::string source, TextEdit* edit = nullptr);
 
   ParsedFile(ParsedFile&&) noexcept = default;
   ParsedFile& operator=(ParsedFile&&) noexcept = default;

@@ -66,17 +66,9 @@ bool ProjectIndex::update(const std::string& path, std::string_view source) {
     const std::string_view old = f.parsed->source();
     if (old == source) return false;
     // The edit: what lies between the common prefix and the common suffix.
-    const std::size_t limit = std::min(old.size(), source.size());
-    std::size_t prefix = 0;
-    while (prefix < limit && old[prefix] == source[prefix]) ++prefix;
-    std::size_t suffix = 0;
-    while (suffix < limit - prefix &&
-           old[old.size() - 1 - suffix] == source[source.size() - 1 - suffix]) {
-      ++suffix;
-    }
+    const ast::TextEdit e = ast::diff_texts(old, source);
     unindex(f);
-    f.parsed->apply_edit(static_cast<uint32_t>(prefix), static_cast<uint32_t>(old.size() - suffix),
-                         source.substr(prefix, source.size() - suffix - prefix));
+    f.parsed->apply_edit(e.start, e.old_end, source.substr(e.start, e.new_end - e.start));
     ++reparses_;
     index(f);
     return true;

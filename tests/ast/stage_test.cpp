@@ -126,3 +126,56 @@ TEST_CASE("ast.anchor fails a bad task with a message naming the field", "[ast][
   CHECK_THROWS_WITH(h.make(graph::Params({{"path_field", std::string("no-slash")}})),
                     Catch::Contains("`path_field` must be a JSON pointer"));
 }
+
+TEST_CASE("ast.anchor keeps parsed files between requests (cache_mb)", "[ast][stage][cache]") {
+  Harness h;
+  const auto s = ast::test::load_sample("sample.py");
+  const uint32_t at = s.at("a");
+  auto task = [&](const std::string& source, uint32_t cursor) {
+    return make_item(
+        {{"path", "pkg/mod.py"}, {"source", source}, {"cursor", {{"offset", cursor}}}});
+  };
+  auto stage = h.make();  // cache_mb defaults to 64
+  const auto* anchor_stage = dynamic_cast<const ast::AnchorStage*>(stage.get());
+  REQUIRE(anchor_stage != nullptr);
+  REQUIRE(anchor_stage->cache() != nullptr);
+  CHECK(anchor_stage->cache()->max_bytes() == std::size_t{64} << 20);
+
+  graph::Item first = task(s.source, at);
+  REQUIRE(stage->process(first) == 0u);
+  graph::Item second = task(s.source, at);
+  REQUIRE(stage->process(second) == 0u);
+  const auto& f1 = first.get<ast::AnchorFacet>();
+  const auto& f2 = second.get<ast::AnchorFacet>();
+  CHECK(f1.parse() == "miss");
+  CHECK(f2.parse() == "hit");
+  CHECK(f1.share_file() == f2.share_file());  // one tree, shared
+  CHECK(f2.to_json()["parse"] == "hit");
+  CHECK(f2.anchor().byte == at);
+  CHECK(f2.anchor().function->name == f1.anchor().function->name);
+
+  // The user typed at the cursor: the next request edits the cached tree.
+  std::string typed = s.source;
+  typed.insert(at, "q");
+  graph::Item third = task(typed, at + 1);
+  REQUIRE(stage->process(third) == 0u);
+  const auto& f3 = third.get<ast::AnchorFacet>();
+  CHECK(f3.parse() == "edit");
+  CHECK(f3.file().source() == typed);
+  CHECK(f3.anchor().function->name == f1.anchor().function->name);
+  CHECK(ast::test::dump_tree(f3.file().root()) ==
+        ast::test::dump_tree(ast::ParsedFile::from_path(s.path, typed).root()));
+  // The first request's file is unchanged.
+  CHECK(f1.file().source() == s.source);
+  const ast::ParseCache::Stats st = anchor_stage->cache()->stats();
+  CHECK((st.misses == 1 && st.hits == 1 && st.edits == 1 && st.entries == 2));
+
+  // cache_mb: 0 turns it off: every request parses.
+  auto uncached = h.make(graph::Params({{"cache_mb", int64_t{0}}}));
+  CHECK(dynamic_cast<const ast::AnchorStage*>(uncached.get())->cache() == nullptr);
+  graph::Item a = task(s.source, at), b = task(s.source, at);
+  REQUIRE(uncached->process(a) == 0u);
+  REQUIRE(uncached->process(b) == 0u);
+  CHECK(a.get<ast::AnchorFacet>().parse() == "parsed");
+  CHECK(a.get<ast::AnchorFacet>().share_file() != b.get<ast::AnchorFacet>().share_file());
+}

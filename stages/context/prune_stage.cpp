@@ -7,13 +7,37 @@
 #include "stages/context/edits.h"
 #include "stages/context/error.h"
 #include "stages/context/stage_util.h"
+#include "stages/generation/model_resource.h"
 
 namespace vsynth::stages::context {
 
 namespace {
 
 std::shared_ptr<const TokenCounter> make_counter(const graph::StageContext& ctx) {
-  if (ctx.params.string("tokenizer") == "estimate") return estimate_counter();
+  const std::string& how = ctx.params.string("tokenizer");
+  const std::string& model = ctx.params.string("model");
+  if (!model.empty() && how != "auto" && how != "model") {
+    throw ContextError(fmt::format(
+        "stage `{}` (context.prune): `model: {}` and `tokenizer: {}` disagree on how to count "
+        "tokens; leave `tokenizer` out (auto) or set it to `model` to count with the model's "
+        "tokenizer, or drop `model`",
+        ctx.name, model, how));
+  }
+  if (how == "model" && model.empty()) {
+    throw ContextError(
+        fmt::format("stage `{}` (context.prune): `tokenizer: model` needs `model`, the name of a "
+                    "model.gguf resource declared under resources: (or use `tokenizer: estimate`)",
+                    ctx.name));
+  }
+  if (!model.empty()) {
+    // The loaded model's own tokenizer, kept alive by the model (aliasing shared_ptr).
+    const std::shared_ptr<generation::ModelResource> res =
+        ctx.resources.share<generation::ModelResource>(model);
+    std::shared_ptr<const kernels::Tokenizer> tok(res->share(), &res->model().tokenizer());
+    return std::make_shared<const TokenizerCounter>(std::move(tok),
+                                                    "model:" + res->path().string());
+  }
+  if (how == "auto" || how == "estimate") return estimate_counter();
   const std::string& path = ctx.params.string("gguf_path");
   if (path.empty()) {
     throw ContextError(fmt::format(
@@ -87,9 +111,14 @@ graph::Contract prune_contract() {
   c.params = {
       graph::P::integer("budget_tokens", 1024, 16, 1 << 20,
                         "tokens the context may take (markers and file headers included)"),
-      graph::P::choice("tokenizer", "estimate", {"estimate", "gguf"},
-                       "how tokens are counted: a tokenizer-agnostic estimate, or the "
-                       "tokenizer of the GGUF file at gguf_path"),
+      graph::P::choice("tokenizer", "auto", {"auto", "estimate", "gguf", "model"},
+                       "how tokens are counted: auto (the `model`'s tokenizer when one is "
+                       "named, else the estimate), estimate (tokenizer-agnostic), gguf (the "
+                       "tokenizer of the file at gguf_path), model (the `model`'s tokenizer)"),
+      graph::P::resource("model", "model",
+                         "model.gguf resource whose tokenizer counts tokens (the model "
+                         "generate.llm uses, so the budget is in its tokens)",
+                         /*required=*/false),
       graph::P::string("gguf_path", "", "model file whose tokenizer counts (tokenizer: gguf)"),
       graph::P::string("edits_field", "/edits",
                        "JSON pointer to the edit history [{path, start_line, end_line}], "

@@ -3,9 +3,17 @@
 // prompt.
 //
 //   stages:
-//     prune: { use: context.prune, with: { budget_tokens: 1024, tokenizer: estimate } }
-//     # exact counts with a model's own tokenizer:
+//     prune: { use: context.prune, with: { budget_tokens: 1024 } }   # the estimate
+//     # exact counts with the tokenizer of the model the pipeline generates with:
+//   resources:
+//     coder: { use: model.gguf, with: { path: models/gemma-3-270m-q4_k_m.gguf } }
+//   stages:
+//     prune: { use: context.prune, with: { budget_tokens: 1024, model: coder } }
+//     # or with a GGUF file's tokenizer alone (no model loaded):
 //     prune: { use: context.prune, with: { tokenizer: gguf, gguf_path: models/m.gguf } }
+//
+// `tokenizer` defaults to auto: the named model's tokenizer when `model` is given, else the
+// estimate (token_counter.h). Naming a model with `tokenizer: estimate` or `gguf` is an error.
 //
 // Task fields: /edits (edits_field), the edit history, oldest first (edits.h):
 //   [{"path": "a.py", "start_line": 10, "end_line": 12}]

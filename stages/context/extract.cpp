@@ -54,6 +54,18 @@ std::string_view simple_name(std::string_view name) {
   return p == std::string_view::npos ? name : name.substr(p + 1);
 }
 
+// Whether a child of `def` before `body` holds a syntax error. A block the parser found after
+// an error (a signature left unclosed at the cursor) is not the definition's body: the text in
+// between is, and it sits in the error. Such a definition is atomic at first and opened by
+// rows when it must be (split_unit).
+bool error_before(TSNode def, TSNode body) {
+  bool error = false;
+  for_each_named_child(def, [&](TSNode c, const char*) {
+    error |= ts_node_start_byte(c) < ts_node_start_byte(body) && ts_node_has_error(c);
+  });
+  return error;
+}
+
 struct Context {
   bool in_class = false;
   std::string_view class_name;
@@ -86,6 +98,11 @@ class Extractor {
   bool split(uint32_t index);
 
  private:
+  // split(), by the node's block body: its statements are the members.
+  bool split_body(uint32_t index, TSNode node);
+  // split(), by rows, when there is no usable body (a syntax error at the cursor left the
+  // block unclosed, or members share the header's or the closing brace's row).
+  bool split_rows(uint32_t index, TSNode node);
   uint32_t row_start(uint32_t row) const { return file_.byte_at(TSPoint{row, 0}); }
   std::string_view indent_of(uint32_t row) const;
   bool blank_rows(int64_t first, int64_t last) const;
@@ -110,6 +127,7 @@ class Extractor {
   graph::Arena& arena_;
   const ExtractOptions& options_;
   std::vector<Unit>& units_;
+  bool descend_ = false;  // members(): open children that share a covered row (split_rows)
 };
 
 std::string_view Extractor::indent_of(uint32_t row) const {
@@ -367,7 +385,7 @@ int32_t Extractor::add_unit(TSNode node, uint32_t first_row, int32_t parent, con
   // A container needs its members on rows of their own, between its header and closing rows.
   bool container = false;
   uint32_t header_last = node_last;
-  if (!ts_node_is_null(k.body)) {
+  if (!ts_node_is_null(k.body) && !error_before(k.def, k.body)) {
     const bool python = style_.indented_body;
     const std::optional<TSNode> first = first_member(k.body, python);
     const std::optional<TSNode> last = last_member(k.body);
@@ -440,7 +458,7 @@ int64_t Extractor::members(TSNode holder, int32_t parent, int64_t covered, const
   int64_t pending_first = -1, pending_last = -1;  // a comment block that may lead a unit
   int32_t last_sibling = -1;
   for_each_named_child(holder, [&](TSNode c, const char* f) {
-    if (is_holder_field(f)) return;
+    if (!descend_ && is_holder_field(f)) return;
     if (type_of(c) == "ERROR") {
       // Text the grammar could not place (`#ifdef __cplusplus extern "C" { #endif` wraps
       // the rest of a file in one): its children are members here, not one giant unit.
@@ -450,6 +468,15 @@ int64_t Extractor::members(TSNode holder, int32_t parent, int64_t covered, const
       return;
     }
     const uint32_t s = start_row(c), e = last_row_of(c);
+    if (descend_ && static_cast<int64_t>(s) <= covered && static_cast<int64_t>(e) > covered) {
+      // Opening by rows (split_rows): a child that starts on a row already covered (the
+      // header's) but runs below it is opened in turn; its children on rows of their own
+      // become members.
+      covered = members(c, parent, covered, ctx);
+      last_sibling = -1;
+      pending_first = -1;
+      return;
+    }
     if (static_cast<int64_t>(s) <= covered) {
       // Shares a row with what came before: rows are never split, so it joins that unit.
       if (last_sibling >= 0 && static_cast<int64_t>(e) > covered) {
@@ -488,10 +515,15 @@ int64_t Extractor::members(TSNode holder, int32_t parent, int64_t covered, const
 }
 
 bool Extractor::split(uint32_t index) {
-  const Unit u = units_[index];
+  const Unit& u = units_[index];
   if (u.container) return false;
   const TSNode node = unit_node(file_, u);
   if (ts_node_is_null(node)) return false;
+  return split_body(index, node) || split_rows(index, node);
+}
+
+bool Extractor::split_body(uint32_t index, TSNode node) {
+  const Unit u = units_[index];
   // The block to open: a function's body (through decorators, export, template), else the
   // statement's own body / consequence / block child.
   TSNode def = node;
@@ -517,6 +549,7 @@ bool Extractor::split(uint32_t index) {
     });
   }
   if (ts_node_is_null(body)) return false;
+  if (error_before(def, body)) return false;  // split_rows opens it
   // A body may hold a single block (a Python function's `block`, a C `compound_statement`).
   const std::optional<TSNode> first = first_member(body, false);
   const std::optional<TSNode> last = last_member(body);
@@ -525,7 +558,17 @@ bool Extractor::split(uint32_t index) {
       start_row(*first) <= u.first_row) {
     return false;
   }
-  if (!style_.indented_body && last_row_of(*last) >= node_last) return false;
+  // Clauses after the body (else, elif, except, catch, finally): not closing rows but
+  // statements of their own, after the container at its level, each shown whole or elided.
+  // Kept in the closing rows, a long else branch would be shown whenever the cursor sits in
+  // the if branch.
+  std::vector<TSNode> clauses;
+  const uint32_t body_end = ts_node_end_byte(body);
+  for_each_named_child(def, [&](TSNode c, const char*) {
+    if (ts_node_start_byte(c) >= body_end && !is_comment(c)) clauses.push_back(c);
+  });
+  // The body's closing brace needs a row below its last member's.
+  if (!style_.indented_body && last_row_of(*last) >= last_row_of(body)) return false;
 
   Unit& c = units_[index];
   c.container = true;
@@ -535,11 +578,73 @@ bool Extractor::split(uint32_t index) {
   c.name_form = {};
   const Context ctx{false, {}};
   const int64_t end = members(body, static_cast<int32_t>(index), c.last_row, ctx);
+  if (!clauses.empty() && static_cast<int64_t>(start_row(clauses.front())) <= end) {
+    // A clause shares the last member's row: it stays in the closing rows.
+    clauses.clear();
+  }
+  const uint32_t close_last = clauses.empty() ? node_last : start_row(clauses.front()) - 1;
   Unit& again = units_[index];
-  if (node_last > end) {
+  again.end_row = static_cast<uint32_t>(std::max<int64_t>(end, again.last_row));
+  if (close_last > end) {
     again.close_first = static_cast<uint32_t>(end + 1);
-    again.close_last = node_last;
+    again.close_last = close_last;
     again.close = rows_text(file_, again.close_first, again.close_last);
+    again.end_row = close_last;
+  }
+  int64_t covered = again.end_row;
+  int32_t last_clause = -1;
+  for (TSNode clause : clauses) {
+    if (static_cast<int64_t>(start_row(clause)) <= covered) {
+      if (last_clause >= 0 && static_cast<int64_t>(last_row_of(clause)) > covered) {
+        extend(last_clause, last_row_of(clause), ts_node_end_byte(clause));
+        covered = last_row_of(clause);
+      }
+      continue;
+    }
+    last_clause = add_unit(clause, start_row(clause), u.parent, ctx, covered);
+    units_[static_cast<std::size_t>(last_clause)].blank_before = 0;
+  }
+  if (last_clause >= 0 && node_last > covered) {
+    extend(last_clause, node_last, ts_node_end_byte(node));
+  }
+  return true;
+}
+
+bool Extractor::split_rows(uint32_t index, TSNode node) {
+  const Unit u = units_[index];
+  const uint32_t node_row = start_row(node), node_last = last_row_of(node);
+  if (node_last <= node_row) return false;
+  const std::size_t before = units_.size();
+  units_[index].container = true;
+  const Context ctx =
+      u.kind == UnitKind::Class ? Context{true, simple_name(u.name)} : Context{false, {}};
+  descend_ = true;
+  const int64_t end = members(node, static_cast<int32_t>(index), node_row, ctx);
+  descend_ = false;
+  uint32_t first_row = UINT32_MAX;
+  std::size_t first_unit = before;
+  for (std::size_t i = before; i < units_.size(); ++i) {
+    if (units_[i].parent == static_cast<int32_t>(index) && units_[i].first_row < first_row) {
+      first_row = units_[i].first_row;
+      first_unit = i;
+    }
+  }
+  if (first_row == UINT32_MAX || first_row <= u.first_row) {
+    units_.resize(before);
+    units_[index] = u;
+    return false;
+  }
+  units_[first_unit].blank_before = 0;
+  Unit& c = units_[index];
+  c.last_row = first_row - 1;
+  c.full = rows_text(file_, c.first_row, c.last_row);
+  c.signature = {};
+  c.name_form = {};
+  c.end_row = static_cast<uint32_t>(std::max<int64_t>(end, node_last));
+  if (node_last > end) {
+    c.close_first = static_cast<uint32_t>(end + 1);
+    c.close_last = node_last;
+    c.close = rows_text(file_, c.close_first, c.close_last);
   }
   return true;
 }

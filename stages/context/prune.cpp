@@ -93,6 +93,7 @@ void split_focus(CandidatesFacet& c, const TokenCounter& counter, uint32_t budge
     // Counted on the text: a model's tokenizer is not exactly additive over pieces.
     if (counter.count(renderer->render(sel).text) <= budget) return;
     const auto old_focus = static_cast<uint32_t>(c.focus);
+    const int32_t old_parent = c.units[old_focus].parent;
     const std::size_t before = c.units.size();
     if (!split_unit(*c.file, c.units, old_focus, arena)) return;
     Unit& old = c.units[old_focus];
@@ -105,10 +106,37 @@ void split_focus(CandidatesFacet& c, const TokenCounter& counter, uint32_t budge
       u.reasons.row_distance = c.cursor_row < u.first_row ? u.first_row - c.cursor_row
                                : c.cursor_row > u.end_row ? c.cursor_row - u.end_row
                                                           : 0;
-      if (u.parent == static_cast<int32_t>(old_focus) && u.first_row <= c.cursor_row &&
+      // A member holding the cursor, or a clause split off after the container (an else
+      // branch: extract.h) that holds it.
+      const bool member = u.parent == static_cast<int32_t>(old_focus);
+      if ((member || u.parent == old_parent) && u.first_row <= c.cursor_row &&
           c.cursor_row <= u.end_row) {
         next = static_cast<int32_t>(i);
       }
+    }
+    // A member that is itself a container (opening by rows finds whole functions inside an
+    // unclosed block): down to its member holding the cursor.
+    while (next >= 0 && c.units[static_cast<std::size_t>(next)].container &&
+           c.cursor_row > c.units[static_cast<std::size_t>(next)].last_row) {
+      int32_t inner = -1;
+      for (std::size_t i = before; i < c.units.size(); ++i) {
+        const Unit& u = c.units[i];
+        if (u.parent == next && u.first_row <= c.cursor_row && c.cursor_row <= u.end_row) {
+          inner = static_cast<int32_t>(i);
+        }
+      }
+      if (inner < 0) break;
+      c.units[static_cast<std::size_t>(next)].reasons.on_path = true;
+      next = inner;
+    }
+    if (next < 0 && c.cursor_row <= c.units[old_focus].last_row) {
+      // The cursor is on the header rows (a signature being typed): the header is the focus,
+      // its members are shown by their distance to it.
+      Unit& header = c.units[old_focus];
+      header.reasons.focus = true;
+      header.reasons.on_path = false;
+      renderer = std::make_unique<Renderer>(c, counter);
+      return;
     }
     if (next < 0) {
       next = add_row_unit(c, c.cursor_row, static_cast<int32_t>(old_focus));

@@ -78,14 +78,18 @@ class Model : public std::enable_shared_from_this<Model> {
                                      const ModelOptions& options = {});
   virtual ~Model();
 
-  const ModelConfig& config() const;
-  const ModelOptions& options() const;  // with 0 defaults resolved
-  const Tokenizer& tokenizer() const;
-  std::size_t weight_bytes() const;  // bytes of all tensors (mapped, not copied)
-  KvStats kv_stats() const;
+  // The interface every backend implements (the CPU engine here; kernels/cuda's CudaModel).
+  virtual const ModelConfig& config() const = 0;
+  virtual const ModelOptions& options() const = 0;  // with 0 defaults resolved
+  virtual const Tokenizer& tokenizer() const = 0;
+  // Bytes of all weight tensors (CPU: mapped, not copied; CUDA: uploaded to the device).
+  virtual std::size_t weight_bytes() const = 0;
+  virtual KvStats kv_stats() const = 0;
+  // Where the model runs, for logs and results: "cpu (avx2, 2 threads)", "cuda:0 NVIDIA H200".
+  virtual std::string backend() const = 0;
 
   // A new, empty sequence (position 0). It keeps the model alive.
-  std::unique_ptr<Sequence> new_sequence();
+  virtual std::unique_ptr<Sequence> new_sequence() = 0;
 
  protected:
   Model() = default;

@@ -210,7 +210,7 @@ class CudaSequence final : public Sequence {
     for (int32_t id : table_) n += id >= 0 ? 1 : 0;
     return n * static_cast<int64_t>(m_.layout.block_bytes);
   }
-  const Model& model() const override { return *m_.host; }
+  const Model& model() const override { return *owner_; }
 
   std::shared_ptr<CudaModel> owner_;
   CudaModel::Impl& m_;
@@ -454,6 +454,10 @@ KvStats CudaModel::kv_stats() const {
   return s;
 }
 
+std::string CudaModel::backend() const {
+  return "cuda:" + std::to_string(impl_->dev) + " " + impl_->info.name;
+}
+
 std::string CudaModel::memory_report() const {
   const Impl& m = *impl_;
   return "cuda:" + std::to_string(m.dev) + " " + m.info.name + ": weights [" + m.weights.report() +
@@ -463,7 +467,8 @@ std::string CudaModel::memory_report() const {
 std::unique_ptr<Sequence> CudaModel::new_sequence() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   VSYNTH_CUDA_CHECK(cudaSetDevice(impl_->dev));
-  return std::make_unique<CudaSequence>(shared_from_this(), *impl_);
+  return std::make_unique<CudaSequence>(std::static_pointer_cast<CudaModel>(shared_from_this()),
+                                        *impl_);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,9 +8,9 @@
 //   seq->decode(next);                                // one graph launch + one sync TokenId t =
 //   model->sample(*seq, {.temperature = 0.8f, .top_k = 40, .uniform = u}, &mask);
 //
-// Why not Model::load: Model's accessors (config, tokenizer, ...) are non-virtual and belong to
-// the CPU implementation, so a CudaModel keeps a host Model (mapped file, config, tokenizer; its
-// CPU KV pool is allocated lazily and stays empty) for those, and Sequence::model() returns it.
+// A CudaModel is a kernels::Model (the accessors are the engine's virtual interface), so stages
+// hold either backend the same way. It also keeps a host Model (mapped file, config, tokenizer;
+// its CPU KV pool is allocated lazily and stays empty) for the tokenizer and the file's checks.
 //
 // Per step (decode): token and position are copied from pinned memory into device scratch, then
 // embedding, per layer RMSNorm -> q/k/v GEMV -> q/k norm -> RoPE -> KV write -> split-K paged
@@ -49,7 +49,7 @@ struct CudaOptions {
   int max_batch = 64;      // most sequences decode_batch takes at once
 };
 
-class CudaModel : public std::enable_shared_from_this<CudaModel> {
+class CudaModel final : public Model {
  public:
   // Loads the file on the host (config, tokenizer, tensor checks: the CPU engine's errors), then
   // on the device: throws CudaError when there is no usable device (with the reason), when the
@@ -61,16 +61,17 @@ class CudaModel : public std::enable_shared_from_this<CudaModel> {
   ~CudaModel();
 
   const Model& host() const;
-  const ModelConfig& config() const;
-  const ModelOptions& options() const;
-  const Tokenizer& tokenizer() const;
+  const ModelConfig& config() const override;
+  const ModelOptions& options() const override;
+  const Tokenizer& tokenizer() const override;
   const DeviceInfo& device() const;
-  std::size_t weight_bytes() const;  // bytes uploaded for weights
-  KvStats kv_stats() const;
+  std::size_t weight_bytes() const override;  // bytes uploaded for weights
+  KvStats kv_stats() const override;
+  std::string backend() const override;  // "cuda:0 NVIDIA H200"
   // Device memory by purpose: "weights 253.4 MiB, kv 288.0 MiB, activations ..., cuda:0 ...".
   std::string memory_report() const;
 
-  std::unique_ptr<Sequence> new_sequence();
+  std::unique_ptr<Sequence> new_sequence() override;
 
   // Draws the next token of `seq` (a sequence of this model) from its last logits on the device
   // with `mask` applied (banned ids; `allowed` turns into a ban of everything else). kNoToken when

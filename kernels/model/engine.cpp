@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_path.h"
 #include "kernels/cpu/matvec.h"
 #include "kernels/gguf/reader.h"
 #include "kernels/kv/attention.h"
@@ -200,7 +201,14 @@ class ModelImpl final : public Model {
   const std::shared_ptr<KvPool>& pool() const { return pool_; }
   const Rope& rope(bool sliding) const { return sliding ? *rope_sliding_ : *rope_full_; }
   const Tokenizer& tok() const { return tok_; }
-  size_t weight_bytes_impl() const { return w_.total_bytes; }
+
+  const ModelConfig& config() const override;
+  const ModelOptions& options() const override;
+  const Tokenizer& tokenizer() const override;
+  std::size_t weight_bytes() const override;
+  KvStats kv_stats() const override;
+  std::string backend() const override;
+  std::unique_ptr<Sequence> new_sequence() override;
 
   std::vector<int32_t> windows() const {
     std::vector<int32_t> w(static_cast<size_t>(cfg_.n_layers), 0);
@@ -416,21 +424,25 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const Mode
 Model::~Model() = default;
 Sequence::~Sequence() = default;
 
-const ModelConfig& Model::config() const {
-  return static_cast<const ModelImpl*>(this)->cfg();
+const ModelConfig& ModelImpl::config() const {
+  return cfg_;
 }
-const ModelOptions& Model::options() const {
-  return static_cast<const ModelImpl*>(this)->opt();
+const ModelOptions& ModelImpl::options() const {
+  return opt_;
 }
-const Tokenizer& Model::tokenizer() const {
-  return static_cast<const ModelImpl*>(this)->tok();
+const Tokenizer& ModelImpl::tokenizer() const {
+  return tok_;
 }
-std::size_t Model::weight_bytes() const {
-  return static_cast<const ModelImpl*>(this)->weight_bytes_impl();
+std::size_t ModelImpl::weight_bytes() const {
+  return w_.total_bytes;
+}
+std::string ModelImpl::backend() const {
+  return "cpu (" + std::string(to_string(active_cpu_path())) + ", " + std::to_string(opt_.threads) +
+         " threads)";
 }
 
-KvStats Model::kv_stats() const {
-  const KvPool& p = *static_cast<const ModelImpl*>(this)->pool();
+KvStats ModelImpl::kv_stats() const {
+  const KvPool& p = *pool_;
   KvStats s;
   s.blocks_used = p.blocks_used();
   s.blocks_capacity = p.capacity_blocks();
@@ -440,7 +452,7 @@ KvStats Model::kv_stats() const {
   return s;
 }
 
-std::unique_ptr<Sequence> Model::new_sequence() {
+std::unique_ptr<Sequence> ModelImpl::new_sequence() {
   auto self = std::static_pointer_cast<ModelImpl>(shared_from_this());
   return std::make_unique<SequenceImpl>(std::move(self));
 }

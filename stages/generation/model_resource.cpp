@@ -1,6 +1,10 @@
 #include "stages/generation/model_resource.h"
 
 #include "kernels/gguf/reader.h"
+#ifdef VSYNTH_HAVE_CUDA
+#include "kernels/cuda/cuda_model.h"
+#include "kernels/cuda/device.h"
+#endif
 
 #include <cstdlib>
 #include <stdexcept>
@@ -49,15 +53,25 @@ ModelSettings model_settings(const graph::Params& params) {
 }
 
 std::shared_ptr<ModelResource> load_model(const ModelSettings& s) {
-  if (s.device == "cuda") {
-    throw std::runtime_error(
-        "model.gguf: device `cuda` is not available yet (the CUDA backend is not built into "
-        "the engine); use device: cpu or auto");
-  }
-  if (s.device != "auto" && s.device != "cpu") {
+  if (s.device != "auto" && s.device != "cpu" && s.device != "cuda") {
     throw std::runtime_error("model.gguf: unknown device `" + s.device +
                              "` (valid: auto, cpu, cuda)");
   }
+  bool use_cuda = false;
+#ifdef VSYNTH_HAVE_CUDA
+  if (s.device == "cuda") {
+    use_cuda = true;  // CudaModel::load says why when there is no usable device
+  } else if (s.device == "auto") {
+    use_cuda = !kernels::cuda::query_devices().devices.empty();
+  }
+#else
+  (void)use_cuda;
+  if (s.device == "cuda") {
+    throw std::runtime_error(
+        "model.gguf: device `cuda`: this build has no CUDA backend (nvcc was not found when it "
+        "was configured, or it was configured with -DVSYNTH_CUDA=OFF); use device: cpu or auto");
+  }
+#endif
   kernels::ModelOptions options;
   if (s.kv_cache == "f16") {
     options.kv_type = kernels::KvType::F16;
@@ -71,7 +85,11 @@ std::shared_ptr<ModelResource> load_model(const ModelSettings& s) {
   options.context_length = s.context_length;
   const fs::path path = resolve_model_path(s.path);
   try {
-    auto model = kernels::Model::load(path, options);
+    std::shared_ptr<kernels::Model> model;
+#ifdef VSYNTH_HAVE_CUDA
+    if (use_cuda) model = kernels::cuda::CudaModel::load(path, options);
+#endif
+    if (!model) model = kernels::Model::load(path, options);
     const kernels::GgufFile file = kernels::GgufFile::open(path);  // metadata only
     std::string chat_template(file.get_string_optional("tokenizer.chat_template").value_or(""));
     return std::make_shared<ModelResource>(std::move(model), path, std::move(chat_template));
@@ -89,8 +107,10 @@ graph::ResourceContract model_contract() {
       graph::P::string("path", "",
                        "the .gguf file; empty: $VSYNTH_MODEL, else "
                        "models/gemma-3-270m-q4_k_m.gguf"),
-      graph::P::choice("device", "auto", {"auto", "cpu", "cuda"},
-                       "where to run; auto = cpu until the CUDA backend lands"),
+      graph::P::choice(
+          "device", "auto", {"auto", "cpu", "cuda"},
+          "where to run; auto: the first CUDA device when this build has the CUDA backend and a "
+          "GPU is present, else the cpu"),
       graph::P::choice("kv_cache", "f16", {"f16", "int8"},
                        "KV cache element type (int8: half the memory, some quantization error)"),
       graph::P::integer("threads", 0, 0, 1024, "compute threads; 0: every core"),

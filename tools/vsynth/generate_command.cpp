@@ -40,6 +40,7 @@ int cmd_generate(const GenerateArgs& args) {
     gen::ModelSettings ms;
     ms.path = args.model;
     ms.kv_cache = args.kv_cache;
+    ms.device = args.device;
     ms.threads = args.threads;
     res = gen::load_model(ms);
   } catch (const std::exception& e) {
@@ -84,9 +85,11 @@ int cmd_generate(const GenerateArgs& args) {
     std::fflush(stdout);
     if (!args.quiet) {
       std::cerr << fmt::format(
-          "[{} ({}): prompt {} tokens, prefill {:.0f} ms ({:.1f} tok/s); {} tokens in {:.0f} ms "
+          "[{} ({}, {}): prompt {} tokens, prefill {:.0f} ms ({:.1f} tok/s); {} tokens in {:.0f} "
+          "ms "
           "({:.1f} tok/s); finish: {}]\n",
-          res->path().filename().string(), chat ? "chat" : "raw", prompt.size(), prefill_ms,
+          res->path().filename().string(), model.backend(), chat ? "chat" : "raw", prompt.size(),
+          prefill_ms,
           prefill_ms > 0 ? 1000.0 * static_cast<double>(prompt.size()) / prefill_ms : 0.0,
           g.tokens.size(), g.decode_ms, g.decode_ms > 0 ? 1000.0 * g.steps / g.decode_ms : 0.0,
           kernels::to_string(g.finish));

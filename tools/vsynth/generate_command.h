@@ -19,6 +19,7 @@ struct GenerateArgs {
   std::vector<std::string> stop;
   std::string model;  // empty: $VSYNTH_MODEL, then the default model
   std::string kv_cache = "f16";
+  std::string device = "auto";  // auto | cpu | cuda
   int threads = 0;
   bool raw = false;    // continue the text as is (no chat template)
   bool chat = false;   // wrap it in the chat template even for a base model

@@ -56,6 +56,10 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("-m,--model", gen.model, "GGUF file (default: $VSYNTH_MODEL, then models/)");
   gen_cmd->add_option("--kv-cache", gen.kv_cache, "f16 or int8")
       ->check(CLI::IsMember({"f16", "int8"}));
+  gen_cmd
+      ->add_option("--device", gen.device,
+                   "auto (a GPU when built with CUDA and present), cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   gen_cmd->add_option("-t,--threads", gen.threads, "compute threads (0: every core)");
   gen_cmd->add_flag("--raw", gen.raw, "continue the prompt as plain text (no chat template)");
   gen_cmd->add_flag("--chat", gen.chat, "use the chat template even if the GGUF has none");

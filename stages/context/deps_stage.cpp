@@ -61,7 +61,8 @@ graph::Port DepsStage::process(graph::Item& item) {
       proj.index.update(path, f["source"].get_ref<const std::string&>());
     }
   }
-  proj.index.update(c.files[0].path, c.file->source());
+  // The anchor's own tree: the cursor's file is not parsed a second time.
+  proj.index.update(c.files[0].path, c.file);
   expand_dependencies(c, proj.index, options_, item.arena());
   return ok_;
 }

@@ -9,7 +9,8 @@
 // containers), and any other top-level statement. Comments, Rust attributes and C++ access
 // labels directly above a unit (no blank row between) belong to it. Two nodes sharing a row
 // are one unit (rows never split). A class whose first member sits on its header row, or whose
-// closing brace sits on its last member's row, is one atomic unit rather than a container.
+// closing brace sits on its last member's row, is one atomic unit rather than a container; so
+// is a definition whose body the parser found only after a syntax error inside its header.
 //
 // Texts: views into file.source() (full forms, closing rows, names) and strings stored in
 // `arena` (signature and name forms); the result is valid while both live and the file is not
@@ -34,9 +35,15 @@ struct ExtractOptions {
 std::vector<Unit> extract_units(const ast::ParsedFile& file, uint32_t file_index,
                                 graph::Arena& arena, const ExtractOptions& options = {});
 
-// Turns unit `index` (a function or statement that has a block body) into a container whose
-// members are the statements of that body, appended to `units` with parent = index. Returns
-// false, changing nothing, when the unit has no body with members on rows of their own.
+// Turns unit `index` into a container whose members are appended to `units` with
+// parent = index. By its block body when it has one (a function's statements, an if's
+// consequence); clauses after that body (else, elif, except, catch, finally) become statement
+// units of their own after the container, with its parent, instead of closing rows. Otherwise
+// (no body, members sharing the header's or the closing brace's row, or a body the parser
+// found only after a syntax error, as when the line being typed leaves a bracket open) by
+// rows: every named descendant that starts on a row of its own, below the header, is a member
+// (children sharing an already covered row are opened in turn). Returns false, changing
+// nothing, when neither finds a member below the first row.
 bool split_unit(const ast::ParsedFile& file, std::vector<Unit>& units, uint32_t index,
                 graph::Arena& arena, const ExtractOptions& options = {});
 

@@ -63,23 +63,39 @@ bool ProjectIndex::update(const std::string& path, std::string_view source) {
   auto it = files_.find(path);
   if (it != files_.end()) {
     File& f = *it->second;
-    const std::string_view old = f.parsed->source();
-    if (old == source) return false;
-    // The edit: what lies between the common prefix and the common suffix.
-    const ast::TextEdit e = ast::diff_texts(old, source);
+    if (f.parsed->source() == source) return false;
+    // The next version, re-parsed from the previous tree over the changed span only.
+    auto next = std::make_shared<const ast::ParsedFile>(*f.parsed, std::string(source));
     unindex(f);
-    f.parsed->apply_edit(e.start, e.old_end, source.substr(e.start, e.new_end - e.start));
+    f.parsed = std::move(next);
     ++reparses_;
     index(f);
     return true;
   }
   const ast::Language* lang = ast::Language::find_for_path(path);
   if (!lang) return false;
+  ++parses_;
+  return adopt(path, std::make_shared<const ast::ParsedFile>(path, *lang, std::string(source)));
+}
+
+bool ProjectIndex::update(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed) {
+  auto it = files_.find(path);
+  if (it != files_.end()) {
+    File& f = *it->second;
+    if (f.parsed == parsed || f.parsed->source() == parsed->source()) return false;
+    unindex(f);
+    f.parsed = std::move(parsed);
+    index(f);
+    return true;
+  }
+  return adopt(path, std::move(parsed));
+}
+
+bool ProjectIndex::adopt(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed) {
   auto f = std::make_unique<File>();
   f->path = path;
   f->stem = stem_of(path);
-  f->parsed = std::make_unique<ast::ParsedFile>(path, *lang, std::string(source));
-  ++parses_;
+  f->parsed = std::move(parsed);
   File& ref = *f;
   files_[path] = std::move(f);
   index(ref);

@@ -5,8 +5,9 @@
 //
 // Updates are incremental: a file whose text is unchanged costs one comparison; a changed
 // file is re-parsed from its previous tree (the edit is the span between the common prefix
-// and suffix of the old and new texts, so a one-line change re-parses a few subtrees) and its
-// units re-extracted; only its own entries in the name index change.
+// and suffix of the old and new texts, so a one-line change re-parses a few subtrees), or
+// takes a tree already parsed (the cursor's file from the anchor facet), and its units are
+// re-extracted; only its own entries in the name index change.
 //
 // Name resolution, from a file F: definitions of the name in F itself; else those in files F
 // imports (a file whose stem, "core" for src/click/core.py, appears as a word in F's import
@@ -33,9 +34,10 @@ class ProjectIndex {
  public:
   struct File {
     std::string path;
-    std::string stem;                         // file name without extension
-    std::unique_ptr<ast::ParsedFile> parsed;  // kept for incremental re-parses
-    std::unique_ptr<graph::Arena> arena;      // signature and name forms of `units`
+    std::string stem;  // file name without extension
+    // Kept for incremental re-parses; immutable, so it may be the very file ast.anchor parsed.
+    std::shared_ptr<const ast::ParsedFile> parsed;
+    std::unique_ptr<graph::Arena> arena;  // signature and name forms of `units`
     std::vector<Unit> units;
     std::string imports;  // text of its import units, for resolution
     uint32_t rows = 0;
@@ -48,6 +50,9 @@ class ProjectIndex {
   // Brings `path` to `source`; returns whether anything changed. A path whose extension no
   // language claims is ignored (returns false).
   bool update(const std::string& path, std::string_view source);
+  // Brings `path` to an already parsed file (the cursor's file as ast.anchor parsed it):
+  // nothing is parsed again, only its units are extracted and indexed.
+  bool update(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed);
   void remove(const std::string& path);
 
   const File* find(std::string_view path) const;
@@ -62,6 +67,7 @@ class ProjectIndex {
   std::vector<std::string_view> names_used_by(const File& file, uint32_t unit) const;
 
  private:
+  bool adopt(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed);
   void unindex(File& f);
   void index(File& f);
 

@@ -5,7 +5,10 @@
 //    that alone takes more than `focus_share` of the budget (default 3/4) the focus is opened
 //    (split_unit) into its statements, the one holding the cursor becomes the focus, and so
 //    on down; statements are shown whole or not at all, valued by their distance to the
-//    cursor (stmt: 200 / (1 + rows away / 8)), so what the function uses still fits.
+//    cursor (stmt: 200 / (1 + rows away / 8)), so what the function uses still fits. Clauses
+//    after a block (else, elif, except...) are statements beside it, so the cursor's branch
+//    does not carry the others; a block left unclosed by the line being typed is opened by
+//    rows; a cursor on the header rows keeps the header as the focus.
 // 2. Every other unit with a reason gets a value per form (see unit_value), in priority order
 //    by default weights:
 //      cursor   the definition of the name at the cursor (in the file or, through

@@ -176,3 +176,25 @@ TEST_CASE("deps: the index updates incrementally and only for changed files", "[
   index.remove("util.py");
   CHECK(index.resolve("helper", nullptr, 3).empty());
 }
+
+TEST_CASE("deps: the index takes the cursor file's tree as parsed, without parsing again",
+          "[context][deps]") {
+  ProjectIndex index;
+  std::string util = kUtil;
+  CHECK(index.update("util.py", util));
+  const auto parsed = std::make_shared<const vsynth::stages::ast::ParsedFile>(
+      vsynth::stages::ast::ParsedFile::from_path("util.py",
+                                                 util + "\n\ndef added():\n    return 1\n"));
+  CHECK(index.update("util.py", parsed));
+  CHECK(index.find("util.py")->parsed == parsed);  // the very same tree
+  CHECK(index.parses() == 1);
+  CHECK(index.reparses() == 0);
+  REQUIRE(index.resolve("added", nullptr, 3).size() == 1);
+  CHECK_FALSE(index.update("util.py", parsed));  // unchanged
+  // A file the index did not hold is adopted the same way.
+  const auto core = std::make_shared<const vsynth::stages::ast::ParsedFile>(
+      vsynth::stages::ast::ParsedFile::from_path("core.py", kCore));
+  CHECK(index.update("core.py", core));
+  CHECK(index.parses() == 1);
+  CHECK(index.find("core.py")->parsed == core);
+}

@@ -14,18 +14,23 @@
 // recall (ours: the gold unit shown in full or signature form; window: the gold's first line
 // inside the window), whole units (the fraction of the blocks a context touches that it shows
 // whole or as a complete signature; a window cuts blocks at both ends), and the latency of one
-// request (parse + anchor + context stages) over files of --lat-min..--lat-max lines, cold
-// (full parse, as ast.anchor does today) and incremental (re-parse after the one-line edit,
-// as a server holding the tree would), plus the one-line re-parse alone.
+// request (ast.anchor's parse cache + anchor + context stages) over files of
+// --lat-min..--lat-max lines: cold (the file not in the cache: a full parse), edited (the
+// cache holds the original text, the task's one-line edit is re-parsed incrementally) and
+// again (the same text: the cached tree reused), plus the parse steps alone.
 //
 //   bench_context --repos .cache/bench-repos/src [--budgets 512,1024,2048] [--min-lines 800]
 //                 [--sites 8] [--gguf models/gemma-3-270m-q4_k_m.gguf] [--json out.json]
 // BENCH_CONTEXT_DEBUG=1 prints, per task at 1024 tokens, whether the gold was a candidate,
-// its reasons and the focus's size (why a gold was missed).
+// its reasons, forms, values and the focus's size (why a gold was missed); =2 also lists the
+// units shown when the gold was not. BENCH_CONTEXT_DUMP=<path>:<gold name> prints that task's
+// context text and focus node and writes its source, with a <|> cursor, to
+// $TMPDIR/bench_task.<ext> (what tests/context's Fixture reads).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -42,6 +47,7 @@
 #include "stages/ast/anchor.h"
 #include "stages/ast/anchor_stage.h"
 #include "stages/ast/language.h"
+#include "stages/ast/parse_cache.h"
 #include "stages/context/candidates.h"
 #include "stages/context/dedup.h"
 #include "stages/context/deps.h"
@@ -237,7 +243,7 @@ Outcome run_ours(const Task& t, const std::shared_ptr<const ast::ParsedFile>& fi
   vsynth::graph::Arena arena;
   ctx::CandidatesFacet c;
   ctx::build_candidates(c, anchor, arena);
-  index.update(t.path, file->source());
+  index.update(t.path, file);  // as context.deps does: the anchor's tree, not parsed again
   ctx::expand_dependencies(c, index, {}, arena);
   ctx::remove_duplicates(c, {});
   ctx::PruneOptions o;
@@ -258,13 +264,45 @@ Outcome run_ours(const Task& t, const std::shared_ptr<const ast::ParsedFile>& fi
     for (const ctx::Shown& s : r.shown)
       if (static_cast<int>(s.unit) == gold) shown = static_cast<int>(s.form);
     const ctx::Unit& f = c.units[static_cast<std::size_t>(c.focus)];
+    std::string gold_info = "-";
+    if (gold >= 0) {
+      const ctx::Unit& g = c.units[static_cast<std::size_t>(gold)];
+      gold_info = fmt::format(
+          "kind={} at_cursor={} parent={} tokens(full/sig/name)={}/{}/{} "
+          "value(full/sig)={:.0f}/{:.0f}",
+          ctx::to_string(g.kind), g.reasons.at_cursor, g.parent, counter.count(g.full),
+          g.has(ctx::Form::Signature) ? counter.count(g.signature) : 0, counter.count(g.name_form),
+          ctx::unit_value(g, ctx::Form::Full, o.weights),
+          ctx::unit_value(g, ctx::Form::Signature, o.weights));
+    }
     fmt::print(stderr,
                "DBG {} {} {} cross={} gold_cand={} shown={} ref={} hop={} focus_rows={} "
-               "focus_tokens={} removed={}\n",
+               "focus_tokens={} removed={} used={} {}\n",
                t.path, t.kind, t.gold_name, t.cross_file, gold, shown,
                gold >= 0 ? c.units[gold].reasons.ref_rank : -9,
                gold >= 0 ? c.units[gold].reasons.hop : -9, f.end_row - f.first_row + 1,
-               counter.count(f.full), gold >= 0 ? c.units[gold].removed : false);
+               counter.count(f.full), gold >= 0 ? c.units[gold].removed : false, r.used_tokens,
+               gold_info);
+    if (const char* dump = std::getenv("BENCH_CONTEXT_DUMP");
+        dump && t.path + ":" + t.gold_name == dump) {
+      fmt::print(stderr, "---- text ({} tokens)\n{}\n----\n", r.used_tokens, r.text);
+      std::ofstream(fs::temp_directory_path() /
+                    ("bench_task" + fs::path(t.path).extension().string()))
+          << t.source.substr(0, t.cursor) << "<|>" << t.source.substr(t.cursor);
+      const TSNode fnode = ctx::unit_node(*file, f);
+      char* sexp = ts_node_string(fnode);
+      fmt::print(stderr, "---- focus node rows {}..{}: {}\n", f.first_row, f.end_row,
+                 std::string(sexp).substr(0, 3000));
+      std::free(sexp);
+    }
+    if (std::getenv("BENCH_CONTEXT_DEBUG")[0] == '2' && shown < 1) {
+      for (const ctx::Shown& s : r.shown) {
+        const ctx::Unit& u = c.units[s.unit];
+        fmt::print(stderr, "    shown {} {} {} form={} tokens={} value={:.1f} reason={}\n",
+                   c.files[u.file].path, ctx::to_string(u.kind), u.name, ctx::to_string(s.form),
+                   s.tokens, s.value, s.reason);
+      }
+    }
   }
   for (const ctx::Shown& s : r.shown) {
     const ctx::Unit& u = c.units[s.unit];
@@ -412,15 +450,14 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> repo_lang;
   std::vector<double> lat_cold, lat_incr, lat_reparse, lat_prune;
   std::vector<double> cpu_cold, cpu_incr, cpu_reparse, cpu_prune;
-  std::vector<double> lat_parse, cpu_parse, lat_key, cpu_key;
+  std::vector<double> lat_parse, cpu_parse, lat_key, cpu_key, lat_hit, cpu_hit;
+  uint32_t miss = 0, edits = 0, hits = 0;  // parse cache outcomes seen (a check on the setup)
   uint32_t lat_files_lines = 0, lat_tasks = 0;
   std::map<std::string, std::pair<uint32_t, uint32_t>> kinds;  // kind -> tasks, cross-file
 
   for (auto& repo : repos) {
     const std::vector<Task> tasks = make_tasks(*repo, min_lines, per_file);
     std::map<std::string, uint32_t> lang_count;
-    // One parsed file per path, kept and edited incrementally like an editor's server would.
-    std::map<std::string, std::unique_ptr<ast::ParsedFile>> live;
     for (const Task& t : tasks) {
       ++kinds[t.kind].first;
       kinds[t.kind].second += t.cross_file;
@@ -450,32 +487,41 @@ int main(int argc, char** argv) {
       }
       const bool lat_file = t.lines >= lat_min && t.lines <= lat_max;
       if (lat_file) {
-        // Cold request: parse + anchor + context stages, at 1024 tokens.
+        // Requests through ast.anchor's parse cache (stages/ast/parse_cache.h), at 1024 tokens;
+        // each includes the cache lookup/parse, the anchor and the context stages (the project
+        // index of context.deps is warm: the repository was indexed at start, as a server
+        // does; it brings the cursor's file to the task's text incrementally).
+        const ast::Language& lang = ast::Language::for_path(t.path);
+        // Cold: this file is not in the cache (a fresh one): a full parse.
+        ast::ParseCache cold_cache(std::size_t{64} << 20);
         t0 = Clock::now();
         double c0 = cpu_ms();
-        auto cold =
-            std::make_shared<const ast::ParsedFile>(ast::ParsedFile::from_path(t.path, t.source));
-        run_ours(t, cold, repo->index, 1024, *counter, file_tokens);
+        ast::ParseCache::Result cold = cold_cache.parse(t.path, lang, t.source);
+        run_ours(t, cold.file, repo->index, 1024, *counter, file_tokens);
         lat_cold.push_back(ms_since(t0));
         cpu_cold.push_back(cpu_ms() - c0);
-        // Incremental request: the one-line edit applied to the live tree, then the same.
-        std::unique_ptr<ast::ParsedFile>& l = live[t.path];
-        if (!l)
-          l = std::make_unique<ast::ParsedFile>(
-              ast::ParsedFile::from_path(t.path, repo->files[t.path]));
-        const std::string_view before = l->source();
-        std::size_t eol = before.find('\n', t.cursor);
-        if (eol == std::string_view::npos) eol = before.size();
+        miss += cold.outcome == ast::ParseCache::Outcome::Miss;
+        // Edit: the cache holds the file as an earlier request sent it (the original text);
+        // the task's text (the rest of the cursor's line removed) is re-parsed incrementally.
+        ast::ParseCache cache(std::size_t{64} << 20);
+        cache.parse(t.path, lang, repo->files[t.path]);
         t0 = Clock::now();
         c0 = cpu_ms();
-        l->apply_edit(t.cursor, static_cast<uint32_t>(eol), "");
+        ast::ParseCache::Result edited = cache.parse(t.path, lang, t.source);
         lat_reparse.push_back(ms_since(t0));
         cpu_reparse.push_back(cpu_ms() - c0);
-        auto snapshot = std::make_shared<const ast::ParsedFile>(std::move(*l));
-        run_ours(t, snapshot, repo->index, 1024, *counter, file_tokens);
+        run_ours(t, edited.file, repo->index, 1024, *counter, file_tokens);
         lat_incr.push_back(ms_since(t0));
         cpu_incr.push_back(cpu_ms() - c0);
-        l.reset();  // (moved out; the next task of this file parses its original again)
+        edits += edited.outcome == ast::ParseCache::Outcome::Edit;
+        // Hit: the same request again (the file unchanged since): the tree is reused.
+        t0 = Clock::now();
+        c0 = cpu_ms();
+        ast::ParseCache::Result again = cache.parse(t.path, lang, t.source);
+        run_ours(t, again.file, repo->index, 1024, *counter, file_tokens);
+        lat_hit.push_back(ms_since(t0));
+        cpu_hit.push_back(cpu_ms() - c0);
+        hits += again.outcome == ast::ParseCache::Outcome::Hit;
         // The full parse alone (the task's text), and a keystroke: one character typed at
         // the cursor of the original, well-formed file, re-parsed incrementally.
         t0 = Clock::now();
@@ -549,12 +595,21 @@ int main(int argc, char** argv) {
                             {"cpu_p95_ms", percentile(c, 0.95)},
                             {"n", v.size()}};
   };
-  row("cold: full parse + anchor + context stages", lat_cold, cpu_cold);
-  row("incremental: 1-line re-parse + anchor + stages", lat_incr, cpu_incr);
+  row("cold (file not cached): full parse + anchor + stages", lat_cold, cpu_cold);
+  row("cached, edited: 1-line re-parse + anchor + stages", lat_incr, cpu_incr);
+  row("cached, same text: tree reused + anchor + stages", lat_hit, cpu_hit);
   row("full parse alone", lat_parse, cpu_parse);
-  row("one-line re-parse alone (rest of the line removed)", lat_reparse, cpu_reparse);
+  row("one-line re-parse alone (cache edit: rest of line cut)", lat_reparse, cpu_reparse);
   row("keystroke re-parse alone (1 char, original file)", lat_key, cpu_key);
   row("context stages alone (candidates..prune)", lat_prune, cpu_prune);
+  fmt::print("  parse cache outcomes: cold {} misses, edited {} edits, again {} hits (of {})\n",
+             miss, edits, hits, lat_tasks);
+  out["parse_cache"] = {{"cold_misses", miss}, {"edits", edits}, {"hits", hits}};
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) == 3) {
+    fmt::print("  load average at the end: {:.2f} {:.2f} {:.2f}\n", load[0], load[1], load[2]);
+    out["load_average"] = {load[0], load[1], load[2]};
+  }
   std::ofstream(json_path) << out.dump(2) << "\n";
   fmt::print("\nwrote {}\n", json_path);
   return 0;

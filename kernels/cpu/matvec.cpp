@@ -1,6 +1,5 @@
 #include "kernels/cpu/matvec.h"
 
-#include <tbb/blocked_range2d.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
@@ -26,11 +25,13 @@ using detail::KernelTable;
 // DRAM, so TBB's per-task cost (a few us) stays small. Smaller problems run on the caller alone.
 constexpr size_t kMinTaskBytes = 192 * 1024;
 
-// matmul tiles: rows whose weights fit in ~64 KiB (L2-resident while every token group of the
-// tile passes over them) by up to 64 tokens (their activations, <= 150 KiB for k = 2048, also
-// stay in L2).
-constexpr size_t kTileWeightBytes = 64 * 1024;
+// matmul tiles: a block of weight rows of ~kTileWeightBytes (L1/L2-resident while every token
+// group of the tile passes over it) by up to kTileTokens tokens (their quantized activations,
+// <= 150 KiB for k = 2048, stay in L2; one group of kMaxCols tokens, <= 6.5 KiB, in L1).
+// Row blocks hold at most kTileMaxRows rows, the size of the per-tile output staging buffer.
+constexpr size_t kTileWeightBytes = 32 * 1024;
 constexpr int64_t kTileTokens = 64;
+constexpr int64_t kTileMaxRows = 256;
 
 std::string label(const WeightView& w) {
   return w.name.empty() ? std::string("weight") : "tensor '" + std::string(w.name) + "'";
@@ -195,37 +196,62 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
     act = qbuf.get();
   }
 
-  // Tile sizes: row blocks of ~kTileWeightBytes, but big enough that a tile streams at least
-  // kMinTaskBytes of weight passes (one pass per group of kMaxCols tokens).
-  const int64_t groups = (std::min(n, kTileTokens) + detail::kMaxCols - 1) / detail::kMaxCols;
-  const int64_t rows_l2 = static_cast<int64_t>(kTileWeightBytes / w.row_bytes);
-  const int64_t rows_work =
-      static_cast<int64_t>(kMinTaskBytes / (w.row_bytes * static_cast<size_t>(groups)));
-  const int64_t row_block = std::clamp<int64_t>(std::max(rows_l2, rows_work), 1, w.rows);
+  // Tile sizes: row blocks of ~kTileWeightBytes, at least 8 rows and at most kTileMaxRows.
+  const int64_t threads = concurrency();
+  const int64_t rows_cache = static_cast<int64_t>(kTileWeightBytes / w.row_bytes);
+  const int64_t row_block = std::clamp<int64_t>(rows_cache, 8, kTileMaxRows);
+  const int64_t row_blocks = (w.rows + row_block - 1) / row_block;
+  const int64_t tok_blocks = (n + kTileTokens - 1) / kTileTokens;
 
   const auto* base = static_cast<const std::byte*>(w.data);
-  const auto tile = [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
-    float out[detail::kMaxCols];
+  // One tile: for each group of up to kMaxCols tokens, every row of the block; the group's
+  // outputs are staged in `out` and copied to Y one contiguous token row at a time (writing Y
+  // in place would scatter stores rows * 4 bytes apart, which 4 KiB-aliases for 1024 or 2048
+  // rows and stalls the loads of the next dot).
+  const auto tile = [&](int64_t rb, int64_t tb) {
+    const int64_t r0 = rb * row_block, r1 = std::min(w.rows, r0 + row_block);
+    const int64_t t0 = tb * kTileTokens, t1 = std::min(n, t0 + kTileTokens);
+    alignas(64) float out[detail::kMaxCols][kTileMaxRows];
+    float col[detail::kMaxCols];
     for (int64_t t = t0; t < t1; t += detail::kMaxCols) {
       const int cols = static_cast<int>(std::min<int64_t>(detail::kMaxCols, t1 - t));
       const std::byte* a = act + static_cast<size_t>(t) * act_bytes;
       for (int64_t r = r0; r < r1; ++r) {
-        dot(k, base + static_cast<size_t>(r) * w.row_bytes, a, act_bytes, cols, out);
-        for (int c = 0; c < cols; ++c) Y[(t + c) * w.rows + r] = out[c];
+        dot(k, base + static_cast<size_t>(r) * w.row_bytes, a, act_bytes, cols, col);
+        for (int c = 0; c < cols; ++c) out[c][r - r0] = col[c];
+      }
+      for (int c = 0; c < cols; ++c) {
+        std::memcpy(Y + (t + c) * w.rows + r0, out[c],
+                    static_cast<size_t>(r1 - r0) * sizeof(float));
       }
     }
   };
 
-  const int64_t tiles =
-      ((w.rows + row_block - 1) / row_block) * ((n + kTileTokens - 1) / kTileTokens);
-  if (tiles <= 1 || concurrency() == 1) {
-    tile(0, w.rows, 0, n);
+  const int64_t tiles = row_blocks * tok_blocks;
+  if (tiles <= 1 || threads == 1) {
+    // Row block outer: its weights stay cached while every token passes over them.
+    for (int64_t rb = 0; rb < row_blocks; ++rb) {
+      for (int64_t tb = 0; tb < tok_blocks; ++tb) tile(rb, tb);
+    }
+    return;
+  }
+  // Each task takes whole row blocks over all tokens when there are enough row blocks for every
+  // thread (weights read once per task); otherwise tiles of row block x token block.
+  if (row_blocks >= 4 * threads) {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, row_blocks, 1),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t rb = r.begin(); rb < r.end(); ++rb) {
+            for (int64_t tb = 0; tb < tok_blocks; ++tb) tile(rb, tb);
+          }
+        },
+        tbb::simple_partitioner());
     return;
   }
   tbb::parallel_for(
-      tbb::blocked_range2d<int64_t>(0, w.rows, row_block, 0, n, kTileTokens),
-      [&](const tbb::blocked_range2d<int64_t>& r) {
-        tile(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
+      tbb::blocked_range<int64_t>(0, tiles, 1),
+      [&](const tbb::blocked_range<int64_t>& r) {
+        for (int64_t i = r.begin(); i < r.end(); ++i) tile(i / tok_blocks, i % tok_blocks);
       },
       tbb::simple_partitioner());
 }

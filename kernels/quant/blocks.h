@@ -93,14 +93,15 @@ static_assert(offsetof(BlockQ5_K, qs) == 48);
 // The precomputed sums let weight formats with an offset (q - 8, q - 16, q - 32, or a min)
 // apply it once per block instead of per element.
 
-// Paired with the 32-element weight types (Q4_0, Q5_0, Q8_0). s carries the sum of the codes,
-// already scaled: an offset weight format (q - 8 for Q4_0, q - 16 for Q5_0) subtracts
-// offset * dw * s once per block as a float instead of touching every element.
-struct BlockQ8A32 {
-  float d;  // x[i] ~= d * qs[i]
-  float s;  // d * (sum of qs[0..32)), rounded once to float
-  int8_t qs[32];
-};
+// Paired with the 32-element weight types (Q4_0, Q5_0, Q8_0): a whole row of k elements
+// (nb = k / 32 blocks) is laid out as three arrays, not as an array of blocks, so a kernel can
+// load 8 consecutive blocks' scales or sums with one vector load:
+//   int8_t  qs[nb][32]   at byte 0             (32-byte aligned when the row is)
+//   float   d[nb]        at byte 32 * nb       x[32b + i] ~= d[b] * qs[b][i]
+//   int32_t sum[nb]      at byte 36 * nb       sum[b] = sum of qs[b][0..32)
+// 40 * nb bytes in all (kQ8A32BytesPerBlock per block). The integer sums let weight formats
+// with an offset (q - 8 for Q4_0, q - 16 for Q5_0) subtract it exactly, in integers, per block.
+inline constexpr size_t kQ8A32BytesPerBlock = 40;
 
 // Paired with the K-quants (Q4_K, Q5_K, Q6_K): one scale per 256 elements (ggml's Q8_K choice,
 // so a super-block's integer dot needs a single float multiply), sums per 16 elements (the
@@ -111,7 +112,6 @@ struct BlockQ8A256 {
   int16_t bsums[16];  // bsums[s] = sum of qs[16s .. 16s + 16)
 };
 
-static_assert(sizeof(BlockQ8A32) == 40);
 static_assert(sizeof(BlockQ8A256) == 292);
 
 }  // namespace vsynth::kernels

@@ -9,7 +9,7 @@ size_t act_row_bytes(ActFormat f, int64_t k) {
     case ActFormat::F32:
       return static_cast<size_t>(k) * sizeof(float);
     case ActFormat::Q8A32:
-      return static_cast<size_t>(k / kQK32) * sizeof(BlockQ8A32);
+      return static_cast<size_t>(k / kQK32) * kQ8A32BytesPerBlock;
     case ActFormat::Q8A256:
       return static_cast<size_t>(k / kQKK) * sizeof(BlockQ8A256);
   }

@@ -14,7 +14,7 @@
 namespace vsynth::kernels::detail {
 
 // How a weight type wants its input vector: kept as floats (F32/F16/BF16 weights), or quantized
-// to BlockQ8A32 (Q4_0/Q5_0/Q8_0) or BlockQ8A256 (Q4_K/Q5_K/Q6_K) blocks, see blocks.h.
+// to a Q8A32 row (Q4_0/Q5_0/Q8_0) or BlockQ8A256 blocks (Q4_K/Q5_K/Q6_K), see blocks.h.
 enum class ActFormat { F32, Q8A32, Q8A256 };
 
 // Bytes of one activation row of k elements in format f (k a multiple of its block size).
@@ -24,8 +24,10 @@ size_t act_row_bytes(ActFormat f, int64_t k);
 ActFormat act_format(DType t);
 
 // Most activation columns one dot call handles: matmul feeds up to this many tokens per weight
-// row so each weight block is loaded and unpacked once for all of them.
-inline constexpr int kMaxCols = 4;
+// row so each weight block is loaded and unpacked once for all of them. A kernel may process
+// them in smaller groups internally; every column's result is bit-identical to a one-column call
+// (tests check this: prefill and decode give the same logits).
+inline constexpr int kMaxCols = 8;
 
 // y[c] = sum_i w[i] * a_c[i] for c in [0, ncols), 1 <= ncols <= kMaxCols.
 //   k:      elements per row (a multiple of the weight type's block size)
@@ -35,7 +37,7 @@ inline constexpr int kMaxCols = 4;
 using DotFn = void (*)(int64_t k, const void* w, const void* act, size_t act_stride, int ncols,
                        float* y);
 
-// x[k] floats -> k / 32 BlockQ8A32 or k / 256 BlockQ8A256 blocks at out.
+// x[k] floats -> one Q8A32 row (k / 32 blocks) or k / 256 BlockQ8A256 blocks at out.
 using QuantizeActFn = void (*)(const float* x, int64_t k, void* out);
 
 // n fp16 values -> n floats, and n floats -> n fp16 values (round to nearest even).

@@ -100,14 +100,13 @@ VS_AVX2_INLINE __m256i quantize32(const float* x, float* d_out, int32_t* sum_out
 }
 
 void quantize_a32(const float* x, int64_t k, void* out) {
-  auto* y = static_cast<BlockQ8A32*>(out);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
-    float d;
-    int32_t sum;
-    const __m256i q = quantize32(x, &d, &sum);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q);
-    y[b].d = d;
-    y[b].s = d * static_cast<float>(sum);
+  const int64_t nb = k / kQK32;
+  auto* qs = static_cast<int8_t*>(out);
+  auto* d = reinterpret_cast<float*>(qs + 32 * nb);
+  auto* sums = reinterpret_cast<int32_t*>(qs + 36 * nb);
+  for (int64_t b = 0; b < nb; ++b, x += kQK32) {
+    const __m256i q = quantize32(x, d + b, sums + b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), q);
   }
 }
 
@@ -211,25 +210,16 @@ void dot_float(int64_t k, const void* w, const void* act, size_t stride, float* 
 
 // ---- 32-element types ----
 //
-// Each kernel is a per-block step (weight block unpacked once, then every column) run over the
-// row with two accumulators per column, so a single column still has two independent FMA chains.
+// Per group of 8 consecutive blocks: the weight blocks are unpacked once (into wq, on the stack),
+// then for each column the 8 integer block dots are reduced to one vector holding the 8 blocks'
+// exact integer sums (minus the offset times the activation sums, also exact), converted once,
+// and multiplied by the 8 blocks' scale products: one float multiply-add per column per 8
+// blocks instead of one per block. Lane j of a column's accumulator sums blocks j, j + 8, ...
+// Every column is computed identically whatever the column count (bit-identical results).
 
-template <int C>
-VS_AVX2_INLINE void q8_0_step(const BlockQ8_0& x, const BlockQ8A32* const* a, int64_t b,
-                              __m256* acc, float*) {
-  const __m256i wq = loadu256(x.qs);
-  const __m256i aw = _mm256_sign_epi8(wq, wq);  // |w| (as unsigned: -128 -> 128)
-  const float dw = h2f(x.d);
-  for (int c = 0; c < C; ++c) {
-    const BlockQ8A32& ab = a[c][b];
-    const __m256i sa = _mm256_sign_epi8(loadu256(ab.qs), wq);
-    const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(aw, sa));
-    acc[c] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * ab.d), acc[c]);
-  }
-}
-
-// Q4_0 / Q5_0: unsigned codes (nibbles, plus the fifth bit for Q5_0) in element order. The 16
-// bytes are broadcast to both lanes by the load itself; the high lane is shifted to its nibbles.
+// Unsigned codes in element order (Q4_0 / Q5_0; the fifth bit for Q5_0), or Q8_0's signed
+// weights as they are. The 16 Q4 bytes are broadcast to both lanes by the load itself; the high
+// lane is shifted to its nibbles.
 VS_AVX2_INLINE __m256i unpack_nibbles32(const uint8_t* qs) {
   const __m256i both = _mm256_broadcastsi128_si256(loadu128(qs));
   const __m256i shifted = _mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
@@ -249,79 +239,121 @@ VS_AVX2_INLINE __m256i fifth_bits32(const uint8_t* qh) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-// Integer dot of the unsigned codes; the offset (8 or 16 times the activation sum) goes into the
-// per-column float corr[c] += dw * s, subtracted once at the end (see dot_blocks).
-template <int C, bool kFive>
-VS_AVX2_INLINE void q4q5_0_step(const void* blk, const BlockQ8A32* const* a, int64_t b, __m256* acc,
-                                float* corr) {
-  __m256i wq;
-  float dw;
-  if constexpr (kFive) {
-    const auto& x = *static_cast<const BlockQ5_0*>(blk);
-    wq = _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(x.qh));
-    dw = h2f(x.d);
+VS_AVX2_INLINE __m256i unpack32(const BlockQ4_0& x) {
+  return unpack_nibbles32(x.qs);
+}
+VS_AVX2_INLINE __m256i unpack32(const BlockQ5_0& x) {
+  return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(x.qh));
+}
+VS_AVX2_INLINE __m256i unpack32(const BlockQ8_0& x) {
+  return loadu256(x.qs);
+}
+
+// log2 of the code offset subtracted per element (q - 8, q - 16); Q8_0 has none (-1).
+template <typename Block>
+constexpr int kOffsetShift = std::is_same_v<Block, BlockQ4_0>   ? 3
+                             : std::is_same_v<Block, BlockQ5_0> ? 4
+                                                                : -1;
+
+// One block's integer dot (int32 x 8; the lanes sum to the exact block product). Q8_0's signed
+// weights use the sign trick: |w| * (a * sign(w)) = w * a.
+template <typename Block>
+VS_AVX2_INLINE __m256i block_dot32(__m256i wq, const int8_t* aq) {
+  const __m256i av = loadu256(aq);
+  if constexpr (kOffsetShift<Block> < 0) {
+    return dot_u8s8(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(av, wq));
   } else {
-    const auto& x = *static_cast<const BlockQ4_0*>(blk);
-    wq = unpack_nibbles32(x.qs);
-    dw = h2f(x.d);
-  }
-  for (int c = 0; c < C; ++c) {
-    const BlockQ8A32& ab = a[c][b];
-    const __m256i p = dot_u8s8(wq, loadu256(ab.qs));
-    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * ab.d), acc[c]);
-    corr[c] += dw * ab.s;
+    return dot_u8s8(wq, av);
   }
 }
 
-// Runs step over the row's blocks with two accumulators per column (so one column still has
-// two independent FMA chains); y[c] = sum - offset * corr.
-template <typename Block, int C, typename Step>
-VS_AVX2_INLINE void dot_blocks(int64_t k, float offset, const void* w, const void* act,
-                               size_t stride, float* y, Step step) {
-  const BlockQ8A32* a[C];
-  for (int c = 0; c < C; ++c) a[c] = column<BlockQ8A32>(act, stride, c);
-  const auto* x = static_cast<const Block*>(w);
+// Lane j of the result = the sum of all 8 lanes of p[j].
+VS_AVX2_INLINE __m256i reduce8(const __m256i* p) {
+  const __m256i t0 = _mm256_hadd_epi32(p[0], p[1]), t1 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i t2 = _mm256_hadd_epi32(p[4], p[5]), t3 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+  // Each 128-bit half of u0 holds the half-sums of p[0..3] (u1: p[4..7]) over that half.
+  return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+                          _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+// kTail: the row's last group, n < 8 blocks (missing lanes are zero and nothing past the row
+// is read).
+template <typename Block, int C, bool kTail>
+VS_AVX2_INLINE void group32(const Block* x, int64_t g, int n, const int8_t* const* aq,
+                            const float* const* ad, const int32_t* const* as, __m256* acc) {
+  __m256i wq[8];
+  alignas(32) float dwf[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    if (!kTail || j < n) {
+      wq[j] = unpack32(x[g + j]);
+      dwf[j] = h2f(x[g + j].d);
+    } else {
+      wq[j] = _mm256_setzero_si256();
+      dwf[j] = 0.0f;
+    }
+  }
+  const __m256 dwv = _mm256_load_ps(dwf);
+  __m256i mask = _mm256_set1_epi32(-1);
+  if constexpr (kTail) {
+    mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    __m256i p[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      p[j] = (!kTail || j < n) ? block_dot32<Block>(wq[j], aq[c] + 32 * (g + j))
+                               : _mm256_setzero_si256();
+    }
+    __m256i sums = reduce8(p);
+    __m256 da;
+    if constexpr (kTail) {
+      da = _mm256_maskload_ps(ad[c] + g, mask);
+    } else {
+      da = _mm256_loadu_ps(ad[c] + g);
+    }
+    if constexpr (kOffsetShift<Block> >= 0) {
+      const __m256i asum = kTail ? _mm256_maskload_epi32(as[c] + g, mask) : loadu256(as[c] + g);
+      sums = _mm256_sub_epi32(sums, _mm256_slli_epi32(asum, kOffsetShift<Block>));
+    }
+    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dwv, da), acc[c]);
+  }
+}
+
+template <typename Block, int C>
+void dot_a32(int64_t k, const void* w, const void* act, size_t stride, float* y) {
   const int64_t nb = k / kQK32;
-  __m256 acc0[C], acc1[C];
-  float corr0[C], corr1[C];
+  const int8_t* aq[C];
+  const float* ad[C];
+  const int32_t* as[C];
   for (int c = 0; c < C; ++c) {
-    acc0[c] = acc1[c] = _mm256_setzero_ps();
-    corr0[c] = corr1[c] = 0.0f;
+    const auto* base = column<unsigned char>(act, stride, c);
+    aq[c] = reinterpret_cast<const int8_t*>(base);
+    ad[c] = reinterpret_cast<const float*>(base + 32 * nb);
+    as[c] = reinterpret_cast<const int32_t*>(base + 36 * nb);
   }
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    step(x[b], a, b, acc0, corr0);
-    step(x[b + 1], a, b + 1, acc1, corr1);
-  }
-  if (b < nb) step(x[b], a, b, acc0, corr0);
-  for (int c = 0; c < C; ++c) {
-    y[c] = hsum_ps(_mm256_add_ps(acc0[c], acc1[c])) - offset * (corr0[c] + corr1[c]);
-  }
+  const auto* x = static_cast<const Block*>(w);
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+  int64_t g = 0;
+  for (; g + 8 <= nb; g += 8) group32<Block, C, false>(x, g, 8, aq, ad, as, acc);
+  if (g < nb) group32<Block, C, true>(x, g, static_cast<int>(nb - g), aq, ad, as, acc);
+  for (int c = 0; c < C; ++c) y[c] = hsum_ps(acc[c]);
 }
 
 template <int C>
 void dot_q8_0(int64_t k, const void* w, const void* act, size_t stride, float* y) {
-  dot_blocks<BlockQ8_0, C>(k, 0.0f, w, act, stride, y,
-                           [](const BlockQ8_0& x, const BlockQ8A32* const* a, int64_t b,
-                              __m256* acc, float* corr) { q8_0_step<C>(x, a, b, acc, corr); });
+  dot_a32<BlockQ8_0, C>(k, w, act, stride, y);
 }
-
 template <int C>
 void dot_q4_0(int64_t k, const void* w, const void* act, size_t stride, float* y) {
-  dot_blocks<BlockQ4_0, C>(
-      k, 8.0f, w, act, stride, y,
-      [](const BlockQ4_0& x, const BlockQ8A32* const* a, int64_t b, __m256* acc, float* corr) {
-        q4q5_0_step<C, false>(&x, a, b, acc, corr);
-      });
+  dot_a32<BlockQ4_0, C>(k, w, act, stride, y);
 }
-
 template <int C>
 void dot_q5_0(int64_t k, const void* w, const void* act, size_t stride, float* y) {
-  dot_blocks<BlockQ5_0, C>(
-      k, 16.0f, w, act, stride, y,
-      [](const BlockQ5_0& x, const BlockQ8A32* const* a, int64_t b, __m256* acc, float* corr) {
-        q4q5_0_step<C, true>(&x, a, b, acc, corr);
-      });
+  dot_a32<BlockQ5_0, C>(k, w, act, stride, y);
 }
 
 // ---- K-quants ----
@@ -474,22 +506,31 @@ void dot_q6_k(int64_t k, const void* w, const void* act, size_t stride, float* y
 
 // ---- Column-count dispatch ----
 
-template <template <int> class K>
-void by_cols(int64_t k, const void* w, const void* act, size_t stride, int ncols, float* y) {
-  switch (ncols) {
-    case 1:
-      K<1>::run(k, w, act, stride, y);
-      break;
-    case 2:
-      K<2>::run(k, w, act, stride, y);
-      break;
-    case 3:
-      K<3>::run(k, w, act, stride, y);
-      break;
-    default:
-      K<4>::run(k, w, act, stride, y);
-      break;
+// ncols in [1, kMaxCols]. Kernels that keep more state per column (float and K-quant types)
+// take at most 4 columns at a time (more would spill registers); the 32-element block types take
+// all 8, so a weight block is unpacked once per 8 tokens.
+template <template <int> class K, int C, int MaxC>
+VS_AVX2_INLINE void run_cols(int ncols, int64_t k, const void* w, const void* act, size_t stride,
+                             float* y) {
+  if constexpr (C < MaxC) {
+    if (ncols > C) {
+      run_cols<K, C + 1, MaxC>(ncols, k, w, act, stride, y);
+      return;
+    }
   }
+  K<C>::run(k, w, act, stride, y);
+}
+
+template <template <int> class K, int MaxC = 4>
+void by_cols(int64_t k, const void* w, const void* act, size_t stride, int ncols, float* y) {
+  static_assert(MaxC <= kMaxCols);
+  while (ncols > MaxC) {
+    K<MaxC>::run(k, w, act, stride, y);
+    act = static_cast<const unsigned char*>(act) + static_cast<size_t>(MaxC) * stride;
+    y += MaxC;
+    ncols -= MaxC;
+  }
+  run_cols<K, 1, MaxC>(ncols, k, w, act, stride, y);
 }
 
 template <int C>
@@ -548,9 +589,20 @@ struct Q6_KK {
 };
 
 constexpr KernelTable kAvx2 = {
-    "avx2",         quantize_a32,   quantize_a256,  f16_to_f32_row, f32_to_f16_row,
-    by_cols<F32K>,  by_cols<F16K>,  by_cols<BF16K>, by_cols<Q4_0K>, by_cols<Q5_0K>,
-    by_cols<Q8_0K>, by_cols<Q4_KK>, by_cols<Q5_KK>, by_cols<Q6_KK>,
+    "avx2",
+    quantize_a32,
+    quantize_a256,
+    f16_to_f32_row,
+    f32_to_f16_row,
+    by_cols<F32K>,
+    by_cols<F16K>,
+    by_cols<BF16K>,
+    by_cols<Q4_0K, 8>,
+    by_cols<Q5_0K, 8>,
+    by_cols<Q8_0K, 8>,
+    by_cols<Q4_KK>,
+    by_cols<Q5_KK>,
+    by_cols<Q6_KK>,
 };
 
 }  // namespace

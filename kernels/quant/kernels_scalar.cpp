@@ -21,19 +21,22 @@ namespace {
 // ---- Activation quantization (bit-identical to the AVX2 versions) ----
 
 void quantize_a32(const float* x, int64_t k, void* out) {
-  auto* y = static_cast<BlockQ8A32*>(out);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+  const int64_t nb = k / kQK32;
+  auto* qs = static_cast<int8_t*>(out);
+  auto* d = reinterpret_cast<float*>(qs + 32 * nb);
+  auto* sums = reinterpret_cast<int32_t*>(qs + 36 * nb);
+  for (int64_t b = 0; b < nb; ++b, x += kQK32) {
     float amax = 0.0f;
     for (int i = 0; i < kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     int32_t sum = 0;
     for (int i = 0; i < kQK32; ++i) {
       const long q = std::clamp(std::lrint(x[i] * id), -127L, 127L);
-      y[b].qs[i] = static_cast<int8_t>(q);
+      qs[32 * b + i] = static_cast<int8_t>(q);
       sum += static_cast<int32_t>(q);
     }
-    y[b].d = amax / 127.0f;
-    y[b].s = y[b].d * static_cast<float>(sum);
+    d[b] = amax / 127.0f;
+    sums[b] = sum;
   }
 }
 
@@ -96,55 +99,64 @@ float dot1_bf16(int64_t k, const void* w, const void* a) {
                    [wh](int64_t i) { return bf16_to_fp32(wh[i]); });
 }
 
+// A Q8A32 activation row (see blocks.h).
+struct A32 {
+  const int8_t* qs;
+  const float* d;
+  const int32_t* sum;
+};
+A32 a32_row(const void* a, int64_t nb) {
+  const auto* p = static_cast<const unsigned char*>(a);
+  return {reinterpret_cast<const int8_t*>(p), reinterpret_cast<const float*>(p + 32 * nb),
+          reinterpret_cast<const int32_t*>(p + 36 * nb)};
+}
+
 float dot1_q8_0(int64_t k, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ8_0*>(w);
-  const auto* y = static_cast<const BlockQ8A32*>(a);
+  const A32 y = a32_row(a, k / kQK32);
   float acc = 0.0f;
   for (int64_t b = 0; b < k / kQK32; ++b) {
     int32_t s = 0;
-    for (int i = 0; i < kQK32; ++i) s += x[b].qs[i] * y[b].qs[i];
-    acc += fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(s);
+    for (int i = 0; i < kQK32; ++i) s += x[b].qs[i] * y.qs[32 * b + i];
+    acc += fp16_to_fp32(x[b].d) * y.d[b] * static_cast<float>(s);
   }
   return acc;
 }
 
-// Q4_0 / Q5_0 with unsigned codes q: sum (q - L) a = sum q a - L sum a. The first part is the
-// block's integer dot; the second is applied as L * dw * (da * sum a), accumulated separately
-// (the AVX2 kernels do the same).
+// Q4_0 / Q5_0 with unsigned codes q: sum (q - L) a = sum q a - L sum a, exactly, in integers
+// per block (the AVX2 kernels do the same), then one float multiply-add per block.
 float dot1_q4_0(int64_t k, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_0*>(w);
-  const auto* y = static_cast<const BlockQ8A32*>(a);
-  float acc = 0.0f, corr = 0.0f;
+  const A32 y = a32_row(a, k / kQK32);
+  float acc = 0.0f;
   for (int64_t b = 0; b < k / kQK32; ++b) {
+    const int8_t* q = y.qs + 32 * b;
     int32_t s = 0;
-    for (int j = 0; j < 16; ++j) {
-      s += (x[b].qs[j] & 15) * y[b].qs[j] + (x[b].qs[j] >> 4) * y[b].qs[j + 16];
-    }
-    const float dw = fp16_to_fp32(x[b].d);
-    acc += dw * y[b].d * static_cast<float>(s);
-    corr += dw * y[b].s;
+    for (int j = 0; j < 16; ++j) s += (x[b].qs[j] & 15) * q[j] + (x[b].qs[j] >> 4) * q[j + 16];
+    s -= 8 * y.sum[b];
+    acc += fp16_to_fp32(x[b].d) * y.d[b] * static_cast<float>(s);
   }
-  return acc - 8.0f * corr;
+  return acc;
 }
 
 float dot1_q5_0(int64_t k, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ5_0*>(w);
-  const auto* y = static_cast<const BlockQ8A32*>(a);
-  float acc = 0.0f, corr = 0.0f;
+  const A32 y = a32_row(a, k / kQK32);
+  float acc = 0.0f;
   for (int64_t b = 0; b < k / kQK32; ++b) {
     uint32_t qh = 0;
     for (int i = 0; i < 4; ++i) qh |= static_cast<uint32_t>(x[b].qh[i]) << (8 * i);
+    const int8_t* q = y.qs + 32 * b;
     int32_t s = 0;
     for (int j = 0; j < 16; ++j) {
       const int lo = (x[b].qs[j] & 15) | static_cast<int>(((qh >> j) & 1u) << 4);
       const int hi = (x[b].qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
-      s += lo * y[b].qs[j] + hi * y[b].qs[j + 16];
+      s += lo * q[j] + hi * q[j + 16];
     }
-    const float dw = fp16_to_fp32(x[b].d);
-    acc += dw * y[b].d * static_cast<float>(s);
-    corr += dw * y[b].s;
+    s -= 16 * y.sum[b];
+    acc += fp16_to_fp32(x[b].d) * y.d[b] * static_cast<float>(s);
   }
-  return acc - 16.0f * corr;
+  return acc;
 }
 
 // Q4_K / Q5_K: sum over sub-blocks s of sc[s] * (sum q a) - m[s] * (sum a), in integers, then

@@ -2,7 +2,8 @@
 // q-projection 1024, FFN 2048, vocabulary 262144), per weight type, scalar vs AVX2, 1 vs 2
 // threads, against the machine's measured streaming-read bandwidth.
 //
-//   bench_quant [out.json] [--quick]        (default out.json: bench_quant.json)
+//   bench_quant [out.json] [--quick] [--prefill-only] [--tokens N]
+//                                            (default out.json: bench_quant.json)
 //
 // Two cache regimes per shape:
 //   cold: every call reads a different copy of the matrix, copies spanning >= 1 GiB, so weights
@@ -10,8 +11,9 @@
 //   hot:  the same matrix every call (L2/L3-resident when it fits): the kernels' compute ceiling.
 // GB/s counts weight bytes read per second; GFLOP/s counts 2 * rows * k per call. Roofline is
 // cold GB/s over the streaming-read GB/s measured with the same thread count. Times are the best
-// call (the machine is shared; see time_matvec). A short prefill section times matmul of 64
-// tokens.
+// call (the machine is shared; see time_matvec). The prefill section times matmul of N tokens
+// (default 512, the engine's prefill chunk) at every (type, shape) pair the default model has,
+// hot weights; --prefill-only runs that section alone (the kernel-tuning loop).
 #include <emmintrin.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
@@ -166,22 +168,37 @@ double time_matvec(const std::vector<WeightView>& views, const float* x, float* 
   return best;
 }
 
-// Seconds per matmul call of n tokens (prefill), hot weights, best of batches as above.
-double time_matmul(const WeightView& w, const float* X, int64_t n, float* Y, double min_seconds,
-                   int threads) {
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Seconds per matmul call of n tokens (prefill), hot weights, best of batches as above. With one
+// thread (which runs on the caller) also the best call in thread CPU time, which leaves out the
+// time other processes on this shared machine held the core (cache interference stays in).
+struct MatmulTime {
+  double wall = 1e30, cpu = 0;
+};
+MatmulTime time_matmul(const WeightView& w, const float* X, int64_t n, float* Y, double min_seconds,
+                       int threads) {
   tbb::task_arena arena(threads);
-  double best = 1e30;
+  MatmulTime best;
+  double best_cpu = 1e30;
   arena.execute([&] {
     matmul(w, X, n, Y);  // warm-up
     const auto start = Clock::now();
     int calls = 0;
     while (seconds_since(start) < min_seconds || calls < 3) {
       const auto t0 = Clock::now();
+      const double c0 = thread_cpu_seconds();
       matmul(w, X, n, Y);
-      best = std::min(best, seconds_since(t0));
+      best_cpu = std::min(best_cpu, thread_cpu_seconds() - c0);
+      best.wall = std::min(best.wall, seconds_since(t0));
       ++calls;
     }
   });
+  if (threads == 1) best.cpu = best_cpu;
   return best;
 }
 
@@ -189,13 +206,18 @@ double time_matmul(const WeightView& w, const float* X, int64_t n, float* Y, dou
 
 int main(int argc, char** argv) {
   std::string out_path = "bench_quant.json";
-  bool quick = false;
+  bool quick = false, prefill_only = false;
+  int64_t n_tokens = 512;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
       quick = true;
+    } else if (a == "--prefill-only") {
+      prefill_only = true;
+    } else if (a == "--tokens" && i + 1 < argc) {
+      n_tokens = std::max<int64_t>(1, std::atoll(argv[++i]));
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: %s [out.json] [--quick]\n", argv[0]);
+      std::printf("usage: %s [out.json] [--quick] [--prefill-only] [--tokens N]\n", argv[0]);
       return 0;
     } else {
       out_path = a;
@@ -206,106 +228,114 @@ int main(int argc, char** argv) {
   std::vector<CpuPath> paths{CpuPath::Scalar};
   if (cpu_path_available(CpuPath::Avx2)) paths.push_back(CpuPath::Avx2);
 
-  std::printf("measuring streaming bandwidth (best 32 MiB piece of a 1 GiB buffer)...\n");
-  const Stream stream = measure_stream(quick ? 3 : 6);
-  std::printf("stream read: %.1f GB/s (1 thread), %.1f GB/s (2 threads); memcpy %.1f GB/s\n\n",
-              stream.read_gbps[1], stream.read_gbps[2], stream.copy_gbps);
-
-  const std::vector<DType> types = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K,
-                                    DType::Q6_K, DType::F16,  DType::BF16, DType::F32};
-  const std::vector<Shape> shapes = {{640, 1024, "attn_q"},
-                                     {640, 2048, "ffn_up/gate"},
-                                     {1024, 640, "attn_output"},
-                                     {2048, 640, "ffn_down"},
-                                     {640, 262144, "output (tied embd)"}};
-
-  std::vector<Result> results;
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::printf("%-6s %-20s %9s %-6s %3s %-5s %10s %8s %8s %8s\n", "type", "shape (k x rows)", "MB",
-              "path", "thr", "cache", "us/call", "GB/s", "GFLOP/s", "roofline");
-  for (DType t : types) {
-    for (const Shape& s : shapes) {
-      const int64_t be = quant_block_elems(t);
-      if (s.k % be != 0) continue;                         // K-quants need k % 256 == 0
-      if (s.rows == 262144 && t != DType::Q8_0) continue;  // the model stores it as Q8_0
-      const size_t row_bytes = row_size(t, s.k);
-      const size_t bytes = row_bytes * static_cast<size_t>(s.rows);
-      // One quantized matrix, then as many copies as span >= 1 GiB for the cold runs.
-      std::vector<uint8_t> one(bytes);
-      std::vector<float> src(static_cast<size_t>(s.k));
-      for (int64_t r = 0; r < s.rows; ++r) {
-        if (r < 64) {
-          for (float& v : src) v = normal(rng);
-          quantize_row(t, src.data(), s.k, one.data() + static_cast<size_t>(r) * row_bytes);
-        } else {  // rows beyond 64 repeat earlier ones: same work, faster setup
-          std::memcpy(one.data() + static_cast<size_t>(r) * row_bytes,
-                      one.data() + static_cast<size_t>(r % 64) * row_bytes, row_bytes);
-        }
-      }
-      const size_t copies = std::max<size_t>(2, (kGiB + bytes - 1) / bytes);
-      Buffer cold(bytes * copies);
-      for (size_t c = 0; c < copies; ++c) std::memcpy(cold.data + c * bytes, one.data(), bytes);
-      std::vector<WeightView> cold_views, hot_view;
-      for (size_t c = 0; c < copies; ++c) {
-        cold_views.push_back(make_weight_view(t, s.rows, s.k, cold.data + c * bytes));
-      }
-      hot_view.push_back(make_weight_view(t, s.rows, s.k, one.data()));
-      std::vector<float> x(static_cast<size_t>(s.k)), y(static_cast<size_t>(s.rows));
-      for (float& v : x) v = normal(rng);
+  std::vector<Result> results;
+  Stream stream;
+  if (!prefill_only) {
+    std::printf("measuring streaming bandwidth (best 32 MiB piece of a 1 GiB buffer)...\n");
+    stream = measure_stream(quick ? 3 : 6);
+    std::printf("stream read: %.1f GB/s (1 thread), %.1f GB/s (2 threads); memcpy %.1f GB/s\n\n",
+                stream.read_gbps[1], stream.read_gbps[2], stream.copy_gbps);
 
-      for (CpuPath path : paths) {
-        set_cpu_path(path);
-        for (int threads : {1, 2}) {
-          for (const char* mode : {"cold", "hot"}) {
-            const bool is_cold = std::string(mode) == "cold";
-            if (!is_cold && bytes > 64 * (size_t{1} << 20)) continue;  // can't be cache-hot
-            const double sec = time_matvec(is_cold ? cold_views : hot_view, x.data(), y.data(),
-                                           min_seconds, threads);
-            Result r{t,
-                     s,
-                     bytes,
-                     path,
-                     threads,
-                     mode,
-                     sec * 1e6,
-                     static_cast<double>(bytes) / sec / 1e9,
-                     2.0 * static_cast<double>(s.rows) * static_cast<double>(s.k) / sec / 1e9,
-                     0};
-            r.roofline = is_cold ? r.gbps / stream.read_gbps[threads] : 0;
-            char shape[48];
-            std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(s.k),
-                          static_cast<long long>(s.rows));
-            std::printf(
-                "%-6s %-20s %9.2f %-6s %3d %-5s %10.1f %8.1f %8.1f %8s\n", type_name(t).c_str(),
-                shape, static_cast<double>(bytes) / 1e6, std::string(to_string(path)).c_str(),
-                threads, mode, r.us_per_call, r.gbps, r.gflops,
-                is_cold ? (std::to_string(static_cast<int>(r.roofline * 100 + 0.5)) + "%").c_str()
-                        : "-");
-            std::fflush(stdout);
-            results.push_back(r);
+    const std::vector<DType> types = {DType::Q8_0, DType::Q4_0, DType::Q5_0,
+                                      DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                                      DType::F16,  DType::BF16, DType::F32};
+    const std::vector<Shape> shapes = {{640, 1024, "attn_q"},
+                                       {640, 2048, "ffn_up/gate"},
+                                       {1024, 640, "attn_output"},
+                                       {2048, 640, "ffn_down"},
+                                       {640, 262144, "output (tied embd)"}};
+
+    std::printf("%-6s %-20s %9s %-6s %3s %-5s %10s %8s %8s %8s\n", "type", "shape (k x rows)", "MB",
+                "path", "thr", "cache", "us/call", "GB/s", "GFLOP/s", "roofline");
+    for (DType t : prefill_only ? std::vector<DType>{} : types) {
+      for (const Shape& s : shapes) {
+        const int64_t be = quant_block_elems(t);
+        if (s.k % be != 0) continue;                         // K-quants need k % 256 == 0
+        if (s.rows == 262144 && t != DType::Q8_0) continue;  // the model stores it as Q8_0
+        const size_t row_bytes = row_size(t, s.k);
+        const size_t bytes = row_bytes * static_cast<size_t>(s.rows);
+        // One quantized matrix, then as many copies as span >= 1 GiB for the cold runs.
+        std::vector<uint8_t> one(bytes);
+        std::vector<float> src(static_cast<size_t>(s.k));
+        for (int64_t r = 0; r < s.rows; ++r) {
+          if (r < 64) {
+            for (float& v : src) v = normal(rng);
+            quantize_row(t, src.data(), s.k, one.data() + static_cast<size_t>(r) * row_bytes);
+          } else {  // rows beyond 64 repeat earlier ones: same work, faster setup
+            std::memcpy(one.data() + static_cast<size_t>(r) * row_bytes,
+                        one.data() + static_cast<size_t>(r % 64) * row_bytes, row_bytes);
+          }
+        }
+        const size_t copies = std::max<size_t>(2, (kGiB + bytes - 1) / bytes);
+        Buffer cold(bytes * copies);
+        for (size_t c = 0; c < copies; ++c) std::memcpy(cold.data + c * bytes, one.data(), bytes);
+        std::vector<WeightView> cold_views, hot_view;
+        for (size_t c = 0; c < copies; ++c) {
+          cold_views.push_back(make_weight_view(t, s.rows, s.k, cold.data + c * bytes));
+        }
+        hot_view.push_back(make_weight_view(t, s.rows, s.k, one.data()));
+        std::vector<float> x(static_cast<size_t>(s.k)), y(static_cast<size_t>(s.rows));
+        for (float& v : x) v = normal(rng);
+
+        for (CpuPath path : paths) {
+          set_cpu_path(path);
+          for (int threads : {1, 2}) {
+            for (const char* mode : {"cold", "hot"}) {
+              const bool is_cold = std::string(mode) == "cold";
+              if (!is_cold && bytes > 64 * (size_t{1} << 20)) continue;  // can't be cache-hot
+              const double sec = time_matvec(is_cold ? cold_views : hot_view, x.data(), y.data(),
+                                             min_seconds, threads);
+              Result r{t,
+                       s,
+                       bytes,
+                       path,
+                       threads,
+                       mode,
+                       sec * 1e6,
+                       static_cast<double>(bytes) / sec / 1e9,
+                       2.0 * static_cast<double>(s.rows) * static_cast<double>(s.k) / sec / 1e9,
+                       0};
+              r.roofline = is_cold ? r.gbps / stream.read_gbps[threads] : 0;
+              char shape[48];
+              std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(s.k),
+                            static_cast<long long>(s.rows));
+              std::printf(
+                  "%-6s %-20s %9.2f %-6s %3d %-5s %10.1f %8.1f %8.1f %8s\n", type_name(t).c_str(),
+                  shape, static_cast<double>(bytes) / 1e6, std::string(to_string(path)).c_str(),
+                  threads, mode, r.us_per_call, r.gbps, r.gflops,
+                  is_cold ? (std::to_string(static_cast<int>(r.roofline * 100 + 0.5)) + "%").c_str()
+                          : "-");
+              std::fflush(stdout);
+              results.push_back(r);
+            }
           }
         }
       }
     }
-  }
 
-  // Prefill: matmul of 64 tokens at the FFN shapes (hot weights), GFLOP/s.
+  }  // !prefill_only
+
+  // Prefill: matmul of n_tokens tokens at the default model's (type, shape) pairs (hot weights),
+  // GFLOP/s.
   struct MatmulResult {
     DType type;
     Shape shape;
     CpuPath path;
     int threads;
-    double ms, gflops;
+    double ms, gflops, cpu_gflops;
   };
   std::vector<MatmulResult> mm;
-  const int64_t n_tokens = 64;
   std::printf("\nprefill matmul, %lld tokens, hot weights\n", static_cast<long long>(n_tokens));
-  std::printf("%-6s %-12s %-6s %3s %10s %9s\n", "type", "k x rows", "path", "thr", "ms/call",
-              "GFLOP/s");
-  for (DType t : {DType::Q8_0, DType::Q5_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
-    const Shape s = quant_block_elems(t) == 256 ? Shape{2048, 640, "ffn_down"}
-                                                : Shape{640, 2048, "ffn_up/gate"};
+  std::printf("%-6s %-12s %-12s %-6s %3s %10s %9s %9s\n", "type", "k x rows", "tensor", "path",
+              "thr", "ms/call", "GFLOP/s", "cpu-time");
+  const std::vector<std::pair<DType, Shape>> prefill_shapes = {
+      {DType::Q5_0, {640, 1024, "attn_q"}},      {DType::Q5_0, {640, 256, "attn_k/v"}},
+      {DType::Q8_0, {640, 256, "attn_v"}},       {DType::Q5_0, {640, 2048, "ffn_up/gate"}},
+      {DType::Q4_K, {1024, 640, "attn_output"}}, {DType::Q4_K, {2048, 640, "ffn_down"}},
+      {DType::Q6_K, {2048, 640, "ffn_down"}},    {DType::F16, {640, 2048, "(f16)"}}};
+  for (const auto& [t, s] : prefill_shapes) {
     const size_t row_bytes = row_size(t, s.k);
     std::vector<uint8_t> wdata(row_bytes * static_cast<size_t>(s.rows));
     std::vector<float> src(static_cast<size_t>(s.k));
@@ -317,21 +347,27 @@ int main(int argc, char** argv) {
         Y(static_cast<size_t>(n_tokens * s.rows));
     for (float& v : X) v = normal(rng);
     const WeightView w = make_weight_view(t, s.rows, s.k, wdata.data());
+    // The scalar path at 512 tokens takes seconds per call; --prefill-only skips it.
     for (CpuPath path : paths) {
+      if (prefill_only && path == CpuPath::Scalar && paths.size() > 1) continue;
       set_cpu_path(path);
       for (int threads : {1, 2}) {
-        const double sec = time_matmul(w, X.data(), n_tokens, Y.data(), min_seconds, threads);
-        const double gflops = 2.0 * static_cast<double>(n_tokens * s.rows * s.k) / sec / 1e9;
-        std::printf("%-6s %4lldx%-7lld %-6s %3d %10.3f %9.1f\n", type_name(t).c_str(),
-                    static_cast<long long>(s.k), static_cast<long long>(s.rows),
-                    std::string(to_string(path)).c_str(), threads, sec * 1e3, gflops);
-        mm.push_back({t, s, path, threads, sec * 1e3, gflops});
+        const MatmulTime tm = time_matmul(w, X.data(), n_tokens, Y.data(), min_seconds, threads);
+        const double flops = 2.0 * static_cast<double>(n_tokens * s.rows * s.k);
+        const double gflops = flops / tm.wall / 1e9;
+        const double cpu_gflops = tm.cpu > 0 ? flops / tm.cpu / 1e9 : 0.0;
+        std::printf("%-6s %4lldx%-7lld %-12s %-6s %3d %10.3f %9.1f %9s\n", type_name(t).c_str(),
+                    static_cast<long long>(s.k), static_cast<long long>(s.rows), s.what,
+                    std::string(to_string(path)).c_str(), threads, tm.wall * 1e3, gflops,
+                    tm.cpu > 0 ? std::to_string(static_cast<int>(cpu_gflops + 0.5)).c_str() : "-");
+        mm.push_back({t, s, path, threads, tm.wall * 1e3, gflops, cpu_gflops});
       }
     }
   }
 
   nlohmann::json j;
-  j["command"] = "bench_quant" + std::string(quick ? " --quick" : "");
+  j["command"] = "bench_quant" + std::string(quick ? " --quick" : "") +
+                 (prefill_only ? " --prefill-only" : "") + " --tokens " + std::to_string(n_tokens);
   j["stream"] = {{"read_gbps_1_thread", stream.read_gbps[1]},
                  {"read_gbps_2_threads", stream.read_gbps[2]},
                  {"memcpy_gbps_1_thread", stream.copy_gbps},
@@ -360,7 +396,8 @@ int main(int argc, char** argv) {
                            {"path", std::string(to_string(r.path))},
                            {"threads", r.threads},
                            {"ms_per_call", r.ms},
-                           {"gflops", r.gflops}});
+                           {"gflops", r.gflops},
+                           {"cpu_time_gflops", r.cpu_gflops}});
   }
   std::ofstream(out_path) << j.dump(2) << "\n";
   std::printf("\nwrote %s\n", out_path.c_str());

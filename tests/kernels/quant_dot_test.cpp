@@ -52,7 +52,7 @@ TEST_CASE("activation quantization is identical on scalar and AVX2", "[quant][do
   x[600] = 1e30f;                                     // a huge one
   for (int64_t i = 768; i < 1024; ++i) x[i] = (i % 2 ? 0.5f : -0.5f) * 1.0000001f;  // ties
   for (auto [fmt, bytes] :
-       {std::pair{detail::ActFormat::Q8A32, sizeof(BlockQ8A32) * (k / 32)},
+       {std::pair{detail::ActFormat::Q8A32, kQ8A32BytesPerBlock * (k / 32)},
         std::pair{detail::ActFormat::Q8A256, sizeof(BlockQ8A256) * (k / 256)}}) {
     std::vector<uint8_t> a(bytes), b(bytes);
     if (fmt == detail::ActFormat::Q8A32) {
@@ -65,12 +65,23 @@ TEST_CASE("activation quantization is identical on scalar and AVX2", "[quant][do
     CHECK(std::memcmp(a.data(), b.data(), bytes) == 0);
   }
   // The sums the offset corrections rely on.
-  std::vector<BlockQ8A32> q32(k / 32);
+  // Q8A32 row layout (blocks.h): codes, then the block scales, then the integer block sums.
+  std::vector<uint8_t> q32(kQ8A32BytesPerBlock * (k / 32));
   v.quantize_a32(x.data(), k, q32.data());
-  for (const auto& blk : q32) {
-    int sum = 0;
-    for (int8_t q : blk.qs) sum += q;
-    REQUIRE(blk.s == blk.d * static_cast<float>(sum));
+  for (int64_t b = 0; b < k / 32; ++b) {
+    int32_t sum = 0, stored = 0;
+    float d = 0;
+    for (int i = 0; i < 32; ++i) sum += static_cast<int8_t>(q32[32 * b + i]);
+    std::memcpy(&stored, q32.data() + 36 * (k / 32) + 4 * b, sizeof stored);
+    std::memcpy(&d, q32.data() + 32 * (k / 32) + 4 * b, sizeof d);
+    REQUIRE(stored == sum);
+    // Each code is x / d rounded: within half a step of the input.
+    for (int i = 0; i < 32; ++i) {
+      const float xi = x[static_cast<size_t>(32 * b + i)];
+      if (std::fabs(xi) < 1e29f) {
+        REQUIRE(std::fabs(d * static_cast<int8_t>(q32[32 * b + i]) - xi) <= 0.5f * d * 1.0001f);
+      }
+    }
   }
   std::vector<BlockQ8A256> q256(k / 256);
   v.quantize_a256(x.data(), k, q256.data());
@@ -129,6 +140,54 @@ TEST_CASE("scalar and AVX2 results agree to float rounding", "[quant][dot]") {
       for (int64_t i = 0; i < k; ++i) abs_wx += std::fabs(m.decoded[r * k + i] * x[i]);
       INFO("type " << name_of(t) << " row " << r);
       REQUIRE(std::fabs(ys[r] - yv[r]) <= (k / 8 + 16) * std::ldexp(1.0, -23) * abs_wx);
+    }
+  }
+}
+
+TEST_CASE("32-element block kernels: every group/tail split, scalar vs AVX2, 1..8 columns",
+          "[quant][dot]") {
+  // The AVX2 kernels for Q4_0/Q5_0/Q8_0 work on groups of 8 blocks plus a tail of 1..7 and on
+  // up to 8 activation columns at once: every block count 1..17 (tails, one or two full groups)
+  // against the float64 reference and the scalar path, and every column count against a
+  // one-column call (bit-identical).
+  if (!cpu_path_available(CpuPath::Avx2)) {
+    WARN("no AVX2 on this CPU: nothing to compare against");
+    return;
+  }
+  const auto& scalar = detail::kernels_for(CpuPath::Scalar);
+  const auto& avx2 = detail::kernels_for(CpuPath::Avx2);
+  constexpr int kCols = detail::kMaxCols;
+  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+    const detail::DotFn ds = detail::dot_for(scalar, t), dv = detail::dot_for(avx2, t);
+    for (int64_t nb = 1; nb <= 17; ++nb) {
+      const int64_t k = 32 * nb;
+      const QuantMatrix m = make_matrix(t, 3, k, static_cast<uint32_t>(100 + nb));
+      const std::vector<float> X = random_values(kCols * k, static_cast<uint32_t>(nb));
+      const size_t ab = detail::act_row_bytes(detail::ActFormat::Q8A32, k);
+      // Exactly sized (no slack), so a read past the last column's row shows under ASan.
+      std::vector<uint8_t> act(ab * kCols);
+      for (int c = 0; c < kCols; ++c) avx2.quantize_a32(X.data() + c * k, k, act.data() + c * ab);
+      for (int64_t r = 0; r < m.rows; ++r) {
+        INFO("type " << name_of(t) << " blocks " << nb << " row " << r);
+        const uint8_t* w = m.data.data() + r * m.row_bytes;
+        const float* wd = m.decoded.data() + r * k;
+        float ys[kCols], yv[kCols];
+        ds(k, w, act.data(), ab, kCols, ys);
+        dv(k, w, act.data(), ab, kCols, yv);
+        for (int c = 0; c < kCols; ++c) {
+          const float* x = X.data() + c * k;
+          double abs_wx = 0;
+          for (int64_t i = 0; i < k; ++i) abs_wx += std::fabs(wd[i] * x[i]);
+          REQUIRE(std::fabs(ys[c] - yv[c]) <= (k / 8 + 16) * std::ldexp(1.0, -23) * abs_wx);
+          REQUIRE(std::fabs(yv[c] - dot_exact(wd, x, k)) <= dot_error_bound(t, wd, x, k));
+        }
+        for (int n = 1; n <= kCols; ++n) {  // n columns starting at column c0 = kCols - n
+          float yn[kCols];
+          const int c0 = kCols - n;
+          dv(k, w, act.data() + c0 * ab, ab, n, yn);
+          for (int c = 0; c < n; ++c) REQUIRE(yn[c] == yv[c0 + c]);
+        }
+      }
     }
   }
 }

@@ -31,6 +31,17 @@ nlohmann::json Item::to_record() const {
     nlohmann::json j = facet->to_json();
     if (!j.is_null()) facets[name] = std::move(j);
   }
+  if (!history_.empty()) {
+    auto& h = r["history"] = nlohmann::json::array();
+    for (const nlohmann::json& earlier : history_) {
+      nlohmann::json e = {{"attempt", earlier["attempt"]}, {"status", earlier["status"]}};
+      auto& changed = e["facets"] = nlohmann::json::object();
+      for (const auto& [name, j] : earlier["facets"].items()) {
+        if (!facets.contains(name) || facets[name] != j) changed[name] = j;
+      }
+      h.push_back(std::move(e));
+    }
+  }
   return r;
 }
 

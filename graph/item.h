@@ -56,11 +56,12 @@ struct Span {
 
 // How an item left the graph.
 struct Outcome {
-  bool passed = false;  // reached `out` through a port not marked as a failure port
-  std::string status;   // e.g. "tests_passed"; defaults to "<stage>.<port>" when unset
-  std::string stage;    // last stage that handled it
-  std::string port;     // the port it left through (empty for graph-level failures)
-  std::string error;    // exception text, rejection or exhaustion reason
+  bool passed = false;     // reached `out` through a port not marked as a failure port
+  std::string status;      // e.g. "tests_passed"; defaults to "<stage>.<port>" when unset
+  std::string stage;       // last stage that handled it
+  std::string port;        // the port it left through (empty for graph-level failures)
+  std::string error;       // exception text, rejection or exhaustion reason
+  bool exhausted = false;  // a back edge had no attempts left (status: the last stage's)
 };
 
 class Item {
@@ -124,7 +125,10 @@ class Item {
 
   const std::vector<Span>& trace() const { return trace_; }
 
-  // The results-file record: id, status, passed, attempts, facets, feedback, error.
+  // The results-file record: id, status, passed, attempts, facets, feedback, error, and
+  // `history`: for each earlier attempt, where it left the graph (`status`: the status a stage
+  // gave it, else stage.port) and those of its facets the final record no longer shows as they
+  // were (a retry's candidates and verdicts replace the first's; unchanged facets appear once).
   nlohmann::json to_record() const;
 
  private:
@@ -137,6 +141,9 @@ class Item {
   Arena arena_;
   std::map<std::string, std::shared_ptr<Facet>, std::less<>> facets_;
   std::vector<Feedback> feedback_;
+  // Earlier attempts, snapshotted when a back edge sends the item round again:
+  // {"attempt", "status", "facets": {name: json}}.
+  std::vector<nlohmann::json> history_;
   int attempt_ = 1;
   Outcome outcome_;
   std::vector<Span> trace_;

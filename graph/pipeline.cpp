@@ -331,13 +331,31 @@ struct PipelineImpl {
                  ? std::string("cancelled before the next attempt")
                  : fmt::format("exhausted: {} attempts used (max_attempts of {}.{} -> {})",
                                item->attempt_, stage_names[stage], ps.name, stage_names[e.to]),
-             "exhausted");
+             // A status the last stage gave ("failed", "tests_failed") says more than ours.
+             item->outcome_.status.empty() ? std::string("exhausted") : item->outcome_.status,
+             /*exhausted=*/!control.cancelled());
         return false;
       }
+      snapshot_attempt(*item, stage_names[stage], ps.name);
       ++item->attempt_;
     }
     enter(static_cast<std::size_t>(e.to), item, &e, native);
     return native;
+  }
+
+  // Before a back edge sends the item round again: what this attempt produced, for the record's
+  // `history` (the next attempt's stages replace its facets), and a clean status for the next.
+  static void snapshot_attempt(Item& item, const std::string& stage, const std::string& port) {
+    nlohmann::json facets = nlohmann::json::object();
+    for (const auto& [name, facet] : item.facets_) {
+      nlohmann::json j = facet->to_json();
+      if (!j.is_null()) facets[name] = std::move(j);
+    }
+    item.history_.push_back(
+        {{"attempt", item.attempt_},
+         {"status", item.outcome_.status.empty() ? stage + "." + port : item.outcome_.status},
+         {"facets", std::move(facets)}});
+    item.outcome_.status.clear();
   }
 
   void finish(const ItemPtr& item, const std::string& stage, const std::string& port, bool passed,
@@ -351,13 +369,14 @@ struct PipelineImpl {
   }
 
   void fail(const ItemPtr& item, const std::string& stage, const std::string& port,
-            std::string error, const char* status) {
+            std::string error, std::string status, bool exhausted = false) {
     Outcome& o = item->outcome_;
     o.passed = false;
+    o.exhausted = exhausted;
     o.stage = stage;
     o.port = port;
     o.error = std::move(error);
-    o.status = status;
+    o.status = std::move(status);
     deliver(item);
   }
 
@@ -385,7 +404,8 @@ struct PipelineImpl {
       ++result.failed;
     if (o.status == "error") ++result.errors;
     if (o.status == "rejected") ++result.rejected;
-    if (o.status == "exhausted") ++result.exhausted;
+    if (o.exhausted) ++result.exhausted;
+    ++result.statuses[o.status];
     if (opts.on_progress) {
       RunProgress pr = result;
       pr.admitted = admitted.load(std::memory_order_relaxed);

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +62,7 @@ struct RunProgress {
 
 struct RunResult : RunProgress {
   bool cancelled = false;
+  std::map<std::string, uint64_t> statuses;  // written items per final status
   std::string fatal;  // non-empty: the run stopped on an error (fail_fast, sink failure)
 };
 

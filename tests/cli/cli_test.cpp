@@ -128,6 +128,8 @@ TEST_CASE("vsynth run: results, summary, exit codes") {
   REQUIRE(r.code == 0);
   CHECK(r.out.find("by_language") != std::string::npos);  // the per-stage summary table
   CHECK(r.out.find("30 written") != std::string::npos);
+  // Items per final status (route-by-language: where they left, no stage-given status).
+  CHECK(r.out.find("statuses: by_language.match 20, by_language.other 10") != std::string::npos);
   CHECK(r.err.find("finished: 30/30 done") != std::string::npos);
 
   auto again = run({"run", kPipeline, "--input", tasks.string(), "--output", out.string()});

@@ -129,6 +129,12 @@ edges:
       CHECK(rec["attempts"] == 4);
       CHECK(rec["feedback"].size() == 4);
       CHECK(rec["feedback"][3]["message"] == "attempt 4 failed");
+      // Every earlier attempt's facets that the last one replaced, with where it left.
+      REQUIRE(rec["history"].size() == 3);
+      CHECK(rec["history"][2]["attempt"] == 3);
+      CHECK(rec["history"][2]["status"] == "check.retry");
+      CHECK(rec["history"][2]["facets"]["a"] == "marked at attempt 3");
+      CHECK(rec["facets"]["a"] == "marked at attempt 4");
     }
     CHECK(p.metrics()[0].processed == 40);
   }
@@ -152,6 +158,13 @@ edges:
       CHECK(rec["status"] == "checked");
       CHECK(rec["attempts"] == 3);
       CHECK(rec["feedback"].size() == 2);
+      REQUIRE(rec["history"].size() == 2);
+      for (int a = 0; a < 2; ++a) {
+        CHECK(rec["history"][a]["attempt"] == a + 1);
+        CHECK(rec["history"][a]["facets"]["a"] == "marked at attempt " + std::to_string(a + 1));
+        CHECK_FALSE(rec["history"][a]["facets"].contains("seen"));  // same as the final one
+      }
+      CHECK(rec["facets"]["seen"] == "seen");
     }
   }
 }

@@ -14,14 +14,21 @@ using namespace graph;
 
 struct MarkFacet : Facet {
   static constexpr std::string_view kName = "a";
-  nlohmann::json to_json() const override { return "marked"; }
+  int attempt = 0;
+  nlohmann::json to_json() const override { return "marked at attempt " + std::to_string(attempt); }
 };
 
-// test.produce: adds facet `a`.
+// The same on every attempt (the results' history leaves unchanged facets out).
+struct SeenFacet : Facet {
+  static constexpr std::string_view kName = "seen";
+  nlohmann::json to_json() const override { return "seen"; }
+};
+
+// test.produce: adds facet `a` (naming the attempt).
 class Produce : public SyncStage {
  public:
   Port process(Item& item) override {
-    item.emplace<MarkFacet>();
+    item.emplace<MarkFacet>().attempt = item.attempt();
     return 0;
   }
 };
@@ -68,6 +75,7 @@ class Check : public SyncStage {
         retry_(c.port("retry")),
         name_(c.name) {}
   Port process(Item& item) override {
+    item.emplace<SeenFacet>();
     if (pass_on_ > 0 && item.attempt() >= pass_on_) {
       item.set_status("checked");
       return pass_;

@@ -75,6 +75,13 @@ std::string summary_table(const std::vector<graph::StageSnapshot>& stages,
       "skipped "
       "(already in output), {:.2f} s\n",
       r.written, r.passed, r.failed, r.errors, r.rejected, r.exhausted, r.skipped, r.elapsed_s);
+  if (!r.statuses.empty()) {
+    std::string line;
+    for (const auto& [status, n] : r.statuses) {
+      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", status.empty() ? "-" : status, n);
+    }
+    out += "statuses: " + line + "\n";
+  }
   return out;
 }
 

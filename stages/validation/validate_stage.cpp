@@ -23,14 +23,31 @@ std::size_t progress(const CandidateVerdict& c) {
   return n;
 }
 
-std::string pass_status(const CandidateVerdict& c, bool oracle) {
+// The record's final status is one of four (what a user filters on); the facet's `outcome`
+// keeps the detail. verified: the spec was proved (and every other check passed);
+// tests_passed: the tests passed, the spec was not proved (none, or unknown); unknown: nothing
+// established correctness (only syntax / compile ran) or a check could not run; failed: a check
+// failed (the detail says which).
+std::string pass_status(const CandidateVerdict& c) {
   auto passed = [&](Check k) {
     return std::any_of(c.checks.begin(), c.checks.end(), [&](const CheckVerdict& v) {
       return v.check == k && v.status == Status::Pass;
     });
   };
-  if (passed(Check::Tests)) return oracle ? "oracle_tests_passed" : "tests_passed";
   if (passed(Check::Spec)) return "verified";
+  if (passed(Check::Tests)) return "tests_passed";
+  return "unknown";
+}
+
+std::string pass_outcome(const CandidateVerdict& c, bool oracle) {
+  auto passed = [&](Check k) {
+    return std::any_of(c.checks.begin(), c.checks.end(), [&](const CheckVerdict& v) {
+      return v.check == k && v.status == Status::Pass;
+    });
+  };
+  std::string tests = oracle ? "oracle_tests_passed" : "tests_passed";
+  if (passed(Check::Spec)) return passed(Check::Tests) ? "verified+" + tests : "verified";
+  if (passed(Check::Tests)) return tests;
   if (passed(Check::Compile)) return "compiled";
   if (passed(Check::Syntax)) return "syntax_ok";
   return "checked";
@@ -130,7 +147,8 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
   }
 
   if (facet.passed_candidate) {
-    item.set_status(pass_status(facet.candidates.back(), s.oracle));
+    item.set_status(pass_status(facet.candidates.back()));
+    facet.outcome = pass_outcome(facet.candidates.back(), s.oracle);
     return ports.pass;
   }
   const CandidateVerdict* best = &facet.candidates.front();
@@ -139,12 +157,14 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
   }
   const CheckVerdict& why = *best->first_failure();
   if (why.status == Status::Error) {
-    item.set_status("validation_error");
+    item.set_status("unknown");
+    facet.outcome = "validation_error";
     item.add_feedback(stage_name, "error",
                       fmt::format("{} check could not run: {}", to_string(why.check), why.message));
     return ports.error;
   }
-  item.set_status(fail_status(why, s.oracle));
+  item.set_status("failed");
+  facet.outcome = fail_status(why, s.oracle);
   item.add_feedback(stage_name, "fail", feedback(why));
   return ports.fail;
 }

@@ -34,9 +34,11 @@
 // compiler error, a failing or timed-out test, a refuted spec; the feedback attached is the
 // trimmed message a retry needs), error (failure port: the infrastructure failed, the task is
 // malformed, or the item has no candidate).
-// Provides: `verdicts` (VerdictsFacet). Status: tests_passed | compiled | syntax_ok |
-// verified | checked (pass), syntax_error | compile_error | tests_failed | tests_timeout |
-// spec_refuted (fail), validation_error (error); oracle runs prefix tests_* with oracle_.
+// Provides: `verdicts` (VerdictsFacet). The item's status is one of four: verified (the spec
+// was proved, every other check passed), tests_passed (tests passed, spec not proved or
+// absent), unknown (only syntax / compile could be checked, or a check could not run), failed
+// (a check failed). The facet's `outcome` keeps the detail (tests_failed, spec_refuted,
+// oracle_tests_passed...); oracle runs also say so in `tests_visibility`.
 #pragma once
 
 #include <memory>

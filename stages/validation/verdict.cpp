@@ -90,6 +90,7 @@ nlohmann::json VerdictsFacet::to_json() const {
   j["language"] = language;
   j["tests_visibility"] = tests_visibility;
   j["attempt"] = attempt;
+  j["outcome"] = outcome;
   j["passed"] = passed_candidate.has_value();
   if (passed_candidate) j["passed_candidate"] = *passed_candidate;
   j["candidates"] = nlohmann::json::array();

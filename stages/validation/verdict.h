@@ -63,8 +63,13 @@ class VerdictsFacet : public graph::Facet {
   std::vector<CandidateVerdict> candidates;
   std::optional<std::size_t> passed_candidate;  // the first candidate that passed
   int attempt = 1;
+  // The detail behind the item's status: tests_passed | oracle_tests_passed | verified |
+  // verified+tests_passed | compiled | syntax_ok | checked (pass), syntax_error | compile_error
+  // | tests_failed | tests_timeout | spec_refuted (oracle_ before tests_* in oracle runs)
+  // (fail), validation_error (error).
+  std::string outcome;
 
-  // {language, tests_visibility, attempt, passed, passed_candidate, candidates: [{index,
+  // {language, tests_visibility, attempt, outcome, passed, passed_candidate, candidates: [{index,
   // passed, checks: [{check, status, message, kind, tests, oracle, ms, exit, signal,
   // timed_out, killed, cpu_ms, stdout_truncated, stderr_truncated}]}]}
   nlohmann::json to_json() const override;

@@ -122,7 +122,12 @@ TEST_CASE("validate.async: failures go back with feedback until a candidate pass
   const json& fixed = results["fixed"];
   CHECK(fixed["passed"] == true);
   CHECK(fixed["status"] == "tests_passed");
+  CHECK(fixed["facets"]["verdicts"]["outcome"] == "tests_passed");
   CHECK(fixed["attempts"] == 2);
+  // The first attempt's candidate and verdict stay in the record.
+  REQUIRE(fixed["history"].size() == 1);
+  CHECK(fixed["history"][0]["status"] == "failed");
+  CHECK(fixed["history"][0]["facets"]["verdicts"]["outcome"] == "tests_failed");
   REQUIRE(fixed["feedback"].size() == 1);
   CHECK(fixed["feedback"][0]["from"] == "validate.fail");
   const std::string msg = fixed["feedback"][0]["message"];
@@ -136,7 +141,9 @@ TEST_CASE("validate.async: failures go back with feedback until a candidate pass
 
   const json& never = results["never"];
   CHECK(never["passed"] == false);
-  CHECK(never["status"] == "exhausted");
+  CHECK(never["status"] == "failed");  // the last attempt's verdict, not just "exhausted"
+  CHECK(never["facets"]["verdicts"]["outcome"] == "tests_failed");
+  CHECK(never["error"].get<std::string>().find("exhausted: 3 attempts") == 0);
   CHECK(never["attempts"] == 3);
 
   const json& syntax = results["syntax"];
@@ -151,7 +158,8 @@ TEST_CASE("validate.async: failures go back with feedback until a candidate pass
 
   const json& b = results["broken-test"];
   CHECK(b["passed"] == false);
-  CHECK(b["status"] == "validation_error");
+  CHECK(b["status"] == "unknown");
+  CHECK(b["facets"]["verdicts"]["outcome"] == "validation_error");
   CHECK(b["exit"] == "validate.error");
 
   const json& c = results["c-twice"];
@@ -181,13 +189,17 @@ edges: [ validate.pass -> out, validate.fail -> out, validate.error -> out ]
   json none = add_task("no-candidate", {});
   none.erase("attempts");
   auto results = run(yaml, {task, wrong, visible_only, none});
-  CHECK(results["oracle"]["status"] == "oracle_tests_passed");
+  CHECK(results["oracle"]["status"] == "tests_passed");
+  CHECK(results["oracle"]["facets"]["verdicts"]["outcome"] == "oracle_tests_passed");
   CHECK(results["oracle"]["facets"]["verdicts"]["tests_visibility"] == "oracle");
   CHECK(results["oracle"]["facets"]["verdicts"]["candidates"][0]["checks"][1]["oracle"] == true);
-  CHECK(results["oracle-wrong"]["status"] == "oracle_tests_failed");
+  CHECK(results["oracle-wrong"]["status"] == "failed");
+  CHECK(results["oracle-wrong"]["facets"]["verdicts"]["outcome"] == "oracle_tests_failed");
   CHECK(results["oracle-wrong"]["passed"] == false);
-  // Nothing hidden: the tests check is skipped, the item passes on compile alone.
-  CHECK(results["no-hidden"]["status"] == "compiled");
+  // Nothing hidden: the tests check is skipped; the item passes on compile alone, which
+  // establishes nothing about correctness: unknown.
+  CHECK(results["no-hidden"]["status"] == "unknown");
+  CHECK(results["no-hidden"]["facets"]["verdicts"]["outcome"] == "compiled");
   CHECK(results["no-candidate"]["status"] == "error");
   CHECK(results["no-candidate"]["error"].get<std::string>().find("no candidate") !=
         std::string::npos);
@@ -228,8 +240,9 @@ max_in_flight: 16
     const json& r = results["t" + std::to_string(i)];
     INFO(r.dump());
     CHECK(r["passed"] == (i % 4 == 0));
-    if (i % 4 == 2) CHECK(r["status"] == "tests_timeout");
-    if (i % 4 == 1 || i % 4 == 3) CHECK(r["status"] == "tests_failed");
+    if (i % 4 != 0) CHECK(r["status"] == "failed");
+    if (i % 4 == 2) CHECK(r["facets"]["verdicts"]["outcome"] == "tests_timeout");
+    if (i % 4 == 1 || i % 4 == 3) CHECK(r["facets"]["verdicts"]["outcome"] == "tests_failed");
   }
   CHECK(test::children_of_self().empty());
   if (test::is_root()) CHECK(test::processes_of_uids(test::sandbox_uid_base(), 64).empty());

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "solvers/error.h"
@@ -18,6 +19,29 @@ namespace vsynth::stages::constraint {
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// The first character of the header line (if / elif / else / for / while ...) whose block holds
+// the Python statement at `at` in `text`: the nearest line above with less indentation. None
+// when that line is not in `text` (it is in the prompt) or is not a block header.
+std::optional<std::size_t> enclosing_header(const std::string& text, std::size_t at) {
+  const std::size_t ls = at == 0 ? 0 : text.rfind('\n', at - 1) + 1;  // npos + 1 == 0
+  const std::size_t indent = at - ls;
+  std::size_t end = ls;  // end of the previous line (exclusive, at its '\n')
+  while (end > 0) {
+    const std::size_t line_end = end - 1;  // the '\n'
+    const std::size_t a = line_end == 0 ? 0 : text.rfind('\n', line_end - 1) + 1;
+    const std::size_t first = text.find_first_not_of(" \t", a);
+    if (first < line_end) {
+      if (first - a < indent) {
+        std::size_t last = text.find_last_not_of(" \t\r", line_end - 1);
+        if (last != std::string::npos && last >= first && text[last] == ':') return first;
+        return std::nullopt;
+      }
+    }
+    end = a;
+  }
+  return std::nullopt;
+}
 
 double us_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
@@ -122,6 +146,9 @@ struct ForwardHook::Impl {
   ProgramShape shape;
   solvers::ContractChecker checker;
   std::set<std::size_t> checked;  // text offsets of statements already checked
+  // Refutations per statement offset in the text, for the candidate's life (cleared past a
+  // branch header this hook rolled back to).
+  std::map<std::size_t, int> refuted;
   Clock::time_point created;
 
   Impl(const ForwardSettings& s, const solvers::Contract& contract, std::string language,
@@ -284,8 +311,26 @@ kernels::HookVerdict ForwardHook::after_sample(const kernels::DecodeView& view,
         stats_.events.push_back("reject the token at " + std::to_string(k) + ": " + why);
         return finish(kernels::HookVerdict::reject("z3: " + why));
       }
+      // The counterexample's path: when it runs through a branch (a path condition) and the
+      // statement at this place was refuted before, the rewrite did not help and the branch
+      // condition is suspect: go back to the enclosing header instead (Python).
+      std::string where_to = "token " + std::to_string(k);
+      if (++im.refuted[at] >= 2 && o->condition && py) {
+        if (const auto h = enclosing_header(text, at)) {
+          std::size_t kh = 0;
+          while (kh < view.token_ends.size() && view.token_ends[kh] <= *h) ++kh;
+          if (kh < k) {
+            const auto lines_between = std::count(text.begin() + static_cast<long>(*h),
+                                                  text.begin() + static_cast<long>(at), '\n');
+            where_to = "token " + std::to_string(kh) + " (the enclosing branch at line " +
+                       std::to_string(o->line - static_cast<uint32_t>(lines_between)) + ")";
+            k = kh;
+            im.refuted.erase(im.refuted.upper_bound(*h), im.refuted.end());
+          }
+        }
+      }
       ++stats_.rollbacks;
-      stats_.events.push_back("roll back to token " + std::to_string(k) + ": " + why);
+      stats_.events.push_back("roll back to " + where_to + ": " + why);
       return finish(kernels::HookVerdict::rollback(k, view.generated[k], "z3: " + why));
     }
     im.checked.insert(at);

@@ -87,6 +87,45 @@ TEST_CASE("forward hook: a bad return is rolled back to its first token, which i
   CHECK(hook.stats().token_us.size() == 14);  // one timing per call
 }
 
+TEST_CASE("forward hook: refuted again under a branch, the rollback goes back to its header") {
+  // The counterexample's path runs through `if x > hi:`. When the statement in that branch is
+  // refuted a second time, the branch itself is suspect: roll back to the header and ban it.
+  cs::ForwardHook hook(settings(), clamp_contract(), "python", complete_shape());
+  Stream s;
+  for (const char* p : {"    if", " x", " > hi", ":", "\n"}) {
+    REQUIRE(s.offer(hook, p).kind == k::HookVerdict::Kind::Accept);
+  }
+  REQUIRE(s.offer(hook, "        return").kind == k::HookVerdict::Kind::Accept);
+  const k::HookVerdict first = s.offer(hook, " x\n");
+  REQUIRE(first.kind == k::HookVerdict::Kind::Rollback);
+  CHECK(first.position == 5);
+  s.rollback(first.position);
+  hook.on_rollback(first.position);
+  REQUIRE(s.offer(hook, "        return ").kind == k::HookVerdict::Kind::Accept);
+  const k::HookVerdict second = s.offer(hook, "x + 1\n");
+  REQUIRE(second.kind == k::HookVerdict::Kind::Rollback);
+  CHECK(second.position == 0);  // "    if" is token 0
+  CHECK(second.ban == 1000);
+  CHECK(hook.stats().rollbacks == 2);
+  bool escalated = false;
+  for (const std::string& e : hook.stats().events) {
+    escalated |= e.find("enclosing branch at line") != std::string::npos;
+  }
+  CHECK(escalated);
+  // A header outside the generated text (in the prompt) cannot be rolled back to: the
+  // statement itself is, as before.
+  cs::ForwardHook top(settings(), clamp_contract(), "python", complete_shape());
+  Stream t;
+  for (int round = 0; round < 2; ++round) {
+    REQUIRE(t.offer(top, "    return").kind == k::HookVerdict::Kind::Accept);
+    const k::HookVerdict v = t.offer(top, " x\n");
+    REQUIRE(v.kind == k::HookVerdict::Kind::Rollback);
+    CHECK(v.position == 0);
+    t.rollback(v.position);
+    top.on_rollback(v.position);
+  }
+}
+
 TEST_CASE("forward hook: a statement that starts in the judged token is rejected") {
   cs::ForwardHook hook(settings(), clamp_contract(), "python", complete_shape());
   Stream s;

@@ -1,5 +1,7 @@
 #include "stages/ast/parse_cache.h"
 
+#include "stages/ast/reclaim.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -90,6 +92,7 @@ void ParseCache::insert_locked(Entry entry) {
   if (auto it = by_key_.find(entry.key); it != by_key_.end()) {
     // A hash collision (another text under the same key): the newer text wins.
     stats_.bytes -= it->second->bytes;
+    retire(std::move(it->second->file));
     lru_.erase(it->second);
     by_key_.erase(it);
   }
@@ -97,8 +100,9 @@ void ParseCache::insert_locked(Entry entry) {
   lru_.push_front(std::move(entry));
   by_key_[lru_.front().key] = lru_.begin();
   while (stats_.bytes > max_bytes_ && !lru_.empty()) {
-    const Entry& victim = lru_.back();
+    Entry& victim = lru_.back();
     stats_.bytes -= victim.bytes;
+    retire(std::move(victim.file));  // its tree is released off this lock and this request
     by_key_.erase(victim.key);
     lru_.pop_back();
     ++stats_.evictions;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include "stages/ast/language.h"
+#include "stages/ast/reclaim.h"
 #include "stages/context/extract.h"
 #include "stages/context/references.h"
 
@@ -67,7 +69,7 @@ bool ProjectIndex::update(const std::string& path, std::string_view source) {
     // The next version, re-parsed from the previous tree over the changed span only.
     auto next = std::make_shared<const ast::ParsedFile>(*f.parsed, std::string(source));
     unindex(f);
-    f.parsed = std::move(next);
+    ast::retire(std::exchange(f.parsed, std::move(next)));  // freed off the request path
     ++reparses_;
     index(f);
     return true;
@@ -84,7 +86,7 @@ bool ProjectIndex::update(const std::string& path, std::shared_ptr<const ast::Pa
     File& f = *it->second;
     if (f.parsed == parsed || f.parsed->source() == parsed->source()) return false;
     unindex(f);
-    f.parsed = std::move(parsed);
+    ast::retire(std::exchange(f.parsed, std::move(parsed)));  // freed off the request path
     index(f);
     return true;
   }
@@ -106,6 +108,7 @@ void ProjectIndex::remove(const std::string& path) {
   auto it = files_.find(path);
   if (it == files_.end()) return;
   unindex(*it->second);
+  ast::retire(std::move(it->second->parsed));
   files_.erase(it);
 }
 

@@ -11,6 +11,7 @@
 #include "stages/ast/language.h"
 #include "stages/ast/parse_cache.h"
 #include "stages/ast/parsed_file.h"
+#include "stages/ast/reclaim.h"
 #include "tests/ast/ast_test_util.h"
 
 namespace ast = vsynth::stages::ast;
@@ -201,4 +202,32 @@ TEST_CASE("parse cache: concurrent requests on shared files stay correct", "[ast
   CHECK(st.hits + st.misses + st.edits == kThreads * kRounds);
   CHECK(st.entries <= 2 * samples.size());
   CHECK(st.hits > 0);
+}
+
+TEST_CASE("retired parsed files are freed on the reclaimer thread, owners keep theirs",
+          "[ast][cache]") {
+  const ast::Language& py = ast::Language::named("python");
+  auto sole = std::make_shared<const ast::ParsedFile>("a.py", py, "def f(x):\n    return x\n");
+  auto shared = std::make_shared<const ast::ParsedFile>("b.py", py, "def g(y):\n    return y\n");
+  const std::weak_ptr<const ast::ParsedFile> sole_w = sole, shared_w = shared;
+  const auto keeper = shared;  // a request still holding it
+  ast::retire(std::move(sole));
+  ast::retire(std::move(shared));
+  ast::retire(nullptr);  // nothing to do
+  ast::drain_retired();
+  CHECK(sole_w.expired());
+  REQUIRE_FALSE(shared_w.expired());
+  CHECK(keeper->source() == "def g(y):\n    return y\n");
+
+  // An evicted cache entry goes the same way: freed once no request holds it.
+  auto text = [](int i) { return "def f" + std::to_string(i) + "(x):\n    return x\n"; };
+  const std::size_t one = [&] {
+    ast::ParseCache probe(kRoomy);
+    return ast::ParseCache::charge(*probe.parse("a.py", py, text(1)).file);
+  }();
+  ast::ParseCache cache(one + one / 2);  // room for one entry
+  std::weak_ptr<const ast::ParsedFile> first = cache.parse("a.py", py, text(1)).file;
+  cache.parse("b.py", py, text(2));  // evicts a
+  ast::drain_retired();
+  CHECK(first.expired());
 }

@@ -82,6 +82,27 @@ std::string feedback(const CheckVerdict& v) {
   return v.message;
 }
 
+// Keeps the item's best candidate over all attempts (BestCandidateFacet): replaced when this
+// one passed and the kept one did not, or got strictly further through the checks.
+void keep_best(graph::Item& item, const VerdictsFacet& verdicts, const CandidateVerdict& c,
+               const std::vector<Program>& programs) {
+  const std::size_t got = progress(c);
+  const BestCandidateFacet* kept = item.find<BestCandidateFacet>();
+  if (kept && (kept->passed || (!c.passed && got <= kept->checks_passed))) return;
+  auto& best = item.emplace<BestCandidateFacet>();
+  best.attempt = item.attempt();
+  best.index = c.index;
+  best.passed = c.passed;
+  best.checks_passed = got;
+  best.outcome = verdicts.outcome;
+  best.code.clear();
+  for (const Program& p : programs) {
+    if (p.index != c.index) continue;
+    for (std::string_view piece : p.pieces) best.code += piece;
+    break;
+  }
+}
+
 CheckVerdict skipped(Check check, std::string why) {
   CheckVerdict v;
   v.check = check;
@@ -149,6 +170,7 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
   if (facet.passed_candidate) {
     item.set_status(pass_status(facet.candidates.back()));
     facet.outcome = pass_outcome(facet.candidates.back(), s.oracle);
+    keep_best(item, facet, facet.candidates.back(), programs);
     return ports.pass;
   }
   const CandidateVerdict* best = &facet.candidates.front();
@@ -159,12 +181,14 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
   if (why.status == Status::Error) {
     item.set_status("unknown");
     facet.outcome = "validation_error";
+    keep_best(item, facet, *best, programs);
     item.add_feedback(stage_name, "error",
                       fmt::format("{} check could not run: {}", to_string(why.check), why.message));
     return ports.error;
   }
   item.set_status("failed");
   facet.outcome = fail_status(why, s.oracle);
+  keep_best(item, facet, *best, programs);
   item.add_feedback(stage_name, "fail", feedback(why));
   return ports.fail;
 }
@@ -197,7 +221,7 @@ graph::Contract validate_contract() {
       "worker pool; failures carry feedback for a retry";
   c.execution = graph::Execution::Async;
   c.concurrency = graph::Concurrency::unlimited();  // the pool bounds the work, not the node
-  c.provides_facets = {std::string(VerdictsFacet::kName)};
+  c.provides_facets = {std::string(VerdictsFacet::kName), std::string(BestCandidateFacet::kName)};
   c.ports = {
       {"pass", "every configured check passed (or had nothing to check)", false},
       {"fail",

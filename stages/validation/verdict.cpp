@@ -98,6 +98,12 @@ nlohmann::json VerdictsFacet::to_json() const {
   return j;
 }
 
+nlohmann::json BestCandidateFacet::to_json() const {
+  return {{"attempt", attempt}, {"index", index},
+          {"passed", passed},   {"checks_passed", checks_passed},
+          {"outcome", outcome}, {"code", code}};
+}
+
 std::string trim_message(std::string_view text, std::size_t max_lines, std::size_t max_bytes) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
     text.remove_suffix(1);

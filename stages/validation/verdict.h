@@ -75,6 +75,24 @@ class VerdictsFacet : public graph::Facet {
   nlohmann::json to_json() const override;
 };
 
+// Facet `best_candidate`: over every attempt of the item, the candidate that got furthest
+// through the checks (the passing one when one passed; on a tie the earlier attempt, sampled
+// cooler). When the loop runs out of attempts this, not the last attempt's candidate, is the
+// answer to use. {attempt, index, passed, checks_passed, outcome, code}.
+class BestCandidateFacet : public graph::Facet {
+ public:
+  static constexpr std::string_view kName = "best_candidate";
+
+  int attempt = 0;
+  std::size_t index = 0;          // the candidate's position in its attempt
+  bool passed = false;            // it passed every check
+  std::size_t checks_passed = 0;  // checks passed (or benignly skipped) before the first failure
+  std::string outcome;            // that attempt's VerdictsFacet::outcome
+  std::string code;               // the whole program
+
+  nlohmann::json to_json() const override;
+};
+
 // Keeps at most `max_lines` lines and `max_bytes` bytes of `text` (cut at a UTF-8 boundary),
 // saying how much was cut.
 std::string trim_message(std::string_view text, std::size_t max_lines = 20,

@@ -188,12 +188,17 @@ Row run_config(const Config& cfg, const std::vector<graph::Task>& tasks, const g
         row.rollbacks += c.value("rollbacks", 0);
       }
     }
-    const nlohmann::json* cand = final_candidate(rec);
-    if (!cand) {
+    // The answer: the best candidate over all attempts (validate.async's `best_candidate`:
+    // the passing one, else the one that got furthest), else the last attempt's.
+    std::string code;
+    if (rec["facets"].contains("best_candidate")) {
+      code = rec["facets"]["best_candidate"].value("code", "");
+    } else if (const nlohmann::json* cand = final_candidate(rec)) {
+      code = cand->value("code", "");
+    } else {
       ++row.no_answer;
       continue;
     }
-    const std::string code = cand->value("code", "");
     const std::string language = task.data.value("language", "python");
     val::Program program;
     program.pieces = {code};

@@ -113,11 +113,14 @@ TEST_CASE("validate.async: failures go back with feedback until a candidate pass
        {"int twice(int x) { return x + 2; }\n", "int twice(int x) { return 2 * x; }\n"}}};
   json broken = add_task("broken-test", {kRight});
   broken["tests"] = {"assert add(1,"};
+  const std::string syntax_error = "def add(a, b)\n    return a + b\n";
+  const std::string times = "def add(a, b):\n    return a * b\n";
   auto results = run(kLoop, {add_task("fixed", {kWrong, kRight}), add_task("never", {kWrong}),
+                             add_task("best-of", {kWrong, syntax_error, times}),
                              add_task("syntax", {"def add(a, b)\n    return a + b\n", kRight}),
                              add_task("hang", {"def add(a, b):\n    while True:\n        pass\n"}),
                              broken, c_task});
-  REQUIRE(results.size() == 6);
+  REQUIRE(results.size() == 7);
 
   const json& fixed = results["fixed"];
   CHECK(fixed["passed"] == true);
@@ -138,6 +141,22 @@ TEST_CASE("validate.async: failures go back with feedback until a candidate pass
   CHECK(verdicts["tests_visibility"] == "visible");
   CHECK(verdicts["candidates"][0]["checks"].size() == 3);
   CHECK(verdicts["candidates"][0]["checks"][2]["tests"] == 2);
+
+  // The best candidate over all attempts: the passing one, else the one that got furthest
+  // through the checks, the earlier attempt on a tie (attempt 3 also compiles; attempt 2 does
+  // not even parse) -- what to use when the loop ran out of attempts.
+  CHECK(fixed["facets"]["best_candidate"]["attempt"] == 2);
+  CHECK(fixed["facets"]["best_candidate"]["passed"] == true);
+  CHECK(fixed["facets"]["best_candidate"]["code"] == kRight);
+  const json& best_of = results["best-of"];
+  CHECK(best_of["status"] == "failed");
+  CHECK(best_of["attempts"] == 3);
+  const json& bc = best_of["facets"]["best_candidate"];
+  CHECK(bc["attempt"] == 1);
+  CHECK(bc["passed"] == false);
+  CHECK(bc["outcome"] == "tests_failed");
+  CHECK(bc["checks_passed"] == 2);
+  CHECK(bc["code"] == kWrong);
 
   const json& never = results["never"];
   CHECK(never["passed"] == false);

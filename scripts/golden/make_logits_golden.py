@@ -3,11 +3,22 @@
 llama-cpp-python) that tests/kernels/engine_golden_test.cpp compares our engine against.
 
   tests/data/golden/logits_gemma3.bin        the default model on >= 2k tokens of the code corpus
-  tests/data/golden/logits_llama_synth.bin   a tiny random llama GGUF (committed next to it)
+  tests/data/golden/logits_llama_synth.bin   a tiny random llama GGUF
   tests/data/golden/logits_qwen2_synth.bin   a tiny random qwen2 GGUF (tied output, q/k/v biases)
-  tests/data/golden/model_llama_synth.gguf   the synthetic models themselves (< 200 KB each),
-  tests/data/golden/model_qwen2_synth.gguf   written here with the `gguf` package from a seed
   tests/data/golden/logits_golden.json       what each file holds and how it was made
+
+The synthetic models themselves (< 200 KB each) are not committed: this script writes them with
+the `gguf` package from fixed numpy seeds, byte for byte the same with the versions pinned in
+scripts/golden/requirements-models.txt, and their sha256 is pinned in
+scripts/golden/synth_models.sha256 (sha256sum format). scripts/setup.sh runs
+
+  make_logits_golden.py --models-only [--out DIR]
+
+(through scripts/golden/setup-models.sh) to write just the two models into DIR (default
+.cache/golden-models/, git-ignored, where the engine tests read them). That mode imports only
+`gguf` and numpy and fails, naming the file and both hashes, when a model's sha256 differs from
+the pinned one. A full run writes the models there too and rewrites the pinned hashes, since
+the logits it writes come from those very models.
 
 Binary layout of a logits file (little-endian, no padding):
   char magic[4] = "VSLG"; u32 version = 2
@@ -30,7 +41,9 @@ default model.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import struct
 import sys
 from pathlib import Path
@@ -40,6 +53,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "golden"
 CORPUS = GOLDEN / "corpus"
+MODELS_DIR = ROOT / ".cache" / "golden-models"
+SHA256_MANIFEST = Path(__file__).resolve().parent / "synth_models.sha256"
 DEFAULT_MODEL = "models/gemma-3-270m-q4_k_m.gguf"
 CODE_SUFFIXES = {".py", ".c", ".cpp", ".go", ".java", ".js", ".ts", ".rs"}
 
@@ -220,10 +235,73 @@ def synth_model(arch: str, path: Path) -> dict:
     return {**p, "file": path.name, "bytes": path.stat().st_size}
 
 
+def model_name(arch: str) -> str:
+    return f"model_{arch}_synth.gguf"
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pinned_sha256() -> dict[str, str]:
+    """file name -> sha256 from synth_models.sha256 ("<hex>  <name>" lines, as sha256sum)."""
+    if not SHA256_MANIFEST.exists():
+        sys.exit(f"{SHA256_MANIFEST} is missing (it pins the synthetic models' sha256)")
+    pins = {}
+    for n, line in enumerate(SHA256_MANIFEST.read_text().splitlines(), 1):
+        parts = line.split()
+        if len(parts) != 2 or len(parts[0]) != 64:
+            sys.exit(f"{SHA256_MANIFEST}:{n}: expected '<sha256>  <file name>', got {line!r}")
+        pins[parts[1].lstrip("*")] = parts[0]
+    return pins
+
+
+def write_synth_model(arch: str, out: Path) -> tuple[Path, dict]:
+    """Writes one synthetic model into out/ atomically (temp file, then rename)."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / model_name(arch)
+    tmp = out / f".{model_name(arch)}.tmp.{os.getpid()}"
+    try:
+        rec = synth_model(arch, tmp)
+        rec["file"] = path.name
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path, rec
+
+
+def versions() -> str:
+    import gguf  # noqa: F401  (the version lives in the distribution metadata)
+    from importlib.metadata import version
+
+    return f"gguf {version('gguf')}, numpy {np.__version__}"
+
+
+def models_only(out: Path) -> int:
+    """Writes the two synthetic models into out/ and checks them against the pinned sha256."""
+    pins = pinned_sha256()
+    bad = []
+    for arch in SYNTH:
+        name = model_name(arch)
+        if name not in pins:
+            sys.exit(f"{SHA256_MANIFEST} has no line for {name}")
+        path, rec = write_synth_model(arch, out)
+        have = sha256_of(path)
+        if have != pins[name]:
+            path.unlink()
+            bad.append(f"{path}: sha256 {have}, expected {pins[name]} (file removed)")
+        else:
+            print(f"{path}: {rec['bytes']} bytes, sha256 ok", flush=True)
+    if bad:
+        sys.exit(f"synthetic golden model(s) differ from {SHA256_MANIFEST}, written with "
+                 f"{versions()} (requirements-models.txt pins the versions that reproduce "
+                 "them):\n  " + "\n  ".join(bad))
+    return 0
+
+
 def synth_case(arch: str) -> dict:
     p = SYNTH[arch]
-    model = GOLDEN / f"model_{arch}_synth.gguf"
-    model_rec = synth_model(arch, model)
+    model, model_rec = write_synth_model(arch, MODELS_DIR)
     rng = np.random.default_rng(p["seed"] + 1)
     tokens = [1] + [int(t) for t in rng.integers(3, p["vocab"], size=p["tokens"] - 1)]
     scores = teacher_forced(model, tokens, n_ctx=p["ctx"])
@@ -234,13 +312,33 @@ def synth_case(arch: str) -> dict:
     return rec
 
 
-def main() -> int:
-    import llama_cpp
+def update_pins() -> None:
+    """After a full run: the pinned hashes follow the models the new logits came from."""
+    pins = pinned_sha256()
+    new = {model_name(a): sha256_of(MODELS_DIR / model_name(a)) for a in SYNTH}
+    if new != pins:
+        SHA256_MANIFEST.write_text("".join(f"{h}  {n}\n" for n, h in new.items()))
+        print(f"NOTE: the synthetic models changed ({versions()}): commit {SHA256_MANIFEST.name} "
+              "with the logits files, and pin these versions in requirements-models.txt")
 
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=DEFAULT_MODEL, help="GGUF model, relative to the repo root")
     ap.add_argument("--only", choices=["all", "synth"], default="all")
+    ap.add_argument("--models-only", action="store_true",
+                    help="only write the two synthetic models (needs just gguf and numpy) and "
+                         "check them against synth_models.sha256")
+    ap.add_argument("--out", type=Path, default=MODELS_DIR,
+                    help="folder for --models-only (default: .cache/golden-models)")
     args = ap.parse_args()
+    if args.models_only:
+        return models_only(args.out)
+    if args.out != MODELS_DIR:
+        ap.error("--out goes with --models-only (a full run writes the models to "
+                 f"{MODELS_DIR.relative_to(ROOT)}, where the tests read them)")
+
+    import llama_cpp
 
     manifest_path = GOLDEN / "logits_golden.json"
     doc = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -251,6 +349,7 @@ def main() -> int:
     for arch in SYNTH:
         cases[f"{arch}_synth"] = synth_case(arch)
         print(f"{arch}_synth: {cases[f'{arch}_synth']['bytes']} bytes")
+    update_pins()
     if args.only == "all":
         model = ROOT / args.model
         if not model.exists():

@@ -7,7 +7,9 @@
 #   scripts/golden/regen.sh --skip-model only the synthetic vocabularies and synthetic models
 #
 # Logits goldens (make_logits_golden.py): teacher-forced llama.cpp logits on the default model
-# (~5 minutes on 2 cores) and on two tiny synthetic GGUFs the script writes from fixed seeds.
+# (~5 minutes on 2 cores) and on two tiny synthetic GGUFs the script writes from fixed seeds
+# into .cache/golden-models/ (not committed; their sha256 is pinned in synth_models.sha256,
+# which a run rewrites when the models change, and gguf/numpy in requirements-models.txt).
 #
 # The first run builds llama.cpp from source inside `pip install llama-cpp-python`: about 25
 # minutes on 2 cores. Later runs reuse the environment and take seconds.
@@ -21,8 +23,10 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if ! "$venv/bin/python" -c "import llama_cpp, gguf" 2>/dev/null; then
   echo "regen: installing llama-cpp-python and gguf into $venv (builds llama.cpp; slow)"
-  "$venv/bin/pip" install --quiet llama-cpp-python gguf
+  "$venv/bin/pip" install --quiet llama-cpp-python -r "$here/requirements-models.txt"
 fi
+# The synthetic models are only reproducible with the pinned gguf and numpy.
+"$venv/bin/pip" install --quiet -r "$here/requirements-models.txt"
 
 "$venv/bin/python" "$here/make_tokenizer_golden.py" "$@"
 if [ "${1:-}" = "--skip-model" ]; then

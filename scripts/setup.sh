@@ -40,3 +40,7 @@ for piece in setup-grammars.sh setup-model.sh setup-embedder.sh; do
     "$here/$piece"
   fi
 done
+
+# The synthetic golden models of the engine tests, written from fixed seeds into
+# .cache/golden-models/ (not committed; sha256 pinned in scripts/golden/synth_models.sha256).
+"$here/golden/setup-models.sh"

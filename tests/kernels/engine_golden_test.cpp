@@ -1,6 +1,9 @@
 // The forward pass against llama.cpp: teacher-forced logits on the default model (>= 2k tokens
 // of code) and on two tiny synthetic models (llama with GQA and an untied output, qwen2 with
 // q/k/v biases and a tied output). Golden data: scripts/golden/regen.sh (make_logits_golden.py).
+// The synthetic models are not committed: scripts/setup.sh writes them from fixed seeds into
+// .cache/golden-models/ (scripts/golden/setup-models.sh, sha256 pinned); the test fails without
+// them, since CI runs setup first.
 //
 // What is checked, and why the top-1 thresholds are what they are:
 //   - teacher-forced perplexity within 1% of llama.cpp's, and the log-probability of llama.cpp's
@@ -50,9 +53,21 @@ ModelOptions opts(KvType kv, int32_t ctx) {
   return o;
 }
 
+const std::filesystem::path kSynthModelDir =
+    std::filesystem::path(VSYNTH_SOURCE_DIR) / ".cache/golden-models";
+
+std::filesystem::path synth_model(const std::string& arch) {
+  const std::filesystem::path p = kSynthModelDir / ("model_" + arch + "_synth.gguf");
+  if (!std::filesystem::exists(p))
+    FAIL(p.string() << " is absent: run scripts/setup.sh (or scripts/golden/setup-models.sh), "
+                       "which writes the synthetic golden models from fixed seeds");
+  return p;
+}
+
 void check_synth(const std::string& arch, double min_top1) {
   const LogitsGolden g = read_logits_golden(kGoldenDir / ("logits_" + arch + "_synth.bin"));
-  auto model = Model::load(kGoldenDir / ("model_" + arch + "_synth.gguf"), opts(KvType::F16, 512));
+  const std::filesystem::path model_path = synth_model(arch);
+  auto model = Model::load(model_path, opts(KvType::F16, 512));
   REQUIRE(model->config().vocab_size == static_cast<int32_t>(g.vocab));
   for (int32_t chunk : {64, 1}) {
     const LogitsComparison c = run_golden(*model, g, chunk);
@@ -66,8 +81,7 @@ void check_synth(const std::string& arch, double min_top1) {
   }
   // INT8 KV against our FP16 KV on the same sequence.
   const LogitsComparison c16 = run_golden(*model, g, 64);
-  auto model8 =
-      Model::load(kGoldenDir / ("model_" + arch + "_synth.gguf"), opts(KvType::Int8, 512));
+  auto model8 = Model::load(model_path, opts(KvType::Int8, 512));
   const LogitsComparison c8 = run_golden(*model8, g, 64);
   WARN(describe((arch + "_synth int8 KV vs llama.cpp").c_str(), c8));
   size_t same = 0;

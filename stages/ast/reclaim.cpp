@@ -23,7 +23,7 @@ class Reclaimer {
     thread_.join();
   }
 
-  void push(std::shared_ptr<const ParsedFile> file) {
+  void push(std::shared_ptr<const void> file) {
     {
       std::lock_guard lock(mu_);
       queue_.push_back(std::move(file));
@@ -44,7 +44,7 @@ class Reclaimer {
     for (;;) {
       wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       while (!queue_.empty()) {
-        std::shared_ptr<const ParsedFile> file = std::move(queue_.front());
+        std::shared_ptr<const void> file = std::move(queue_.front());
         queue_.pop_front();
         lock.unlock();
         file.reset();  // the tree is released here, outside the lock
@@ -58,7 +58,7 @@ class Reclaimer {
 
   std::mutex mu_;
   std::condition_variable wake_, done_cv_;
-  std::deque<std::shared_ptr<const ParsedFile>> queue_;
+  std::deque<std::shared_ptr<const void>> queue_;
   uint64_t pushed_ = 0, dropped_ = 0;
   bool stop_ = false;
   std::thread thread_;  // last: started after the state it uses
@@ -71,7 +71,7 @@ Reclaimer& reclaimer() {
 
 }  // namespace
 
-void retire(std::shared_ptr<const ParsedFile> file) {
+void retire(std::shared_ptr<const void> file) {
   if (file) reclaimer().push(std::move(file));
 }
 

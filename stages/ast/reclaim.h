@@ -12,8 +12,9 @@
 namespace vsynth::stages::ast {
 
 // Drops `file` on the reclaimer thread (a no-op for a null pointer). The file is only freed
-// there if this was its last owner.
-void retire(std::shared_ptr<const ParsedFile> file);
+// there if this was its last owner. Anything that owns parsed files may be retired the same
+// way (stages/context's extracted units hold their file).
+void retire(std::shared_ptr<const void> file);
 
 // Blocks until every file retired before the call has been dropped (tests, benchmarks).
 void drain_retired();

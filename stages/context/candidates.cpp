@@ -1,9 +1,13 @@
 #include "stages/context/candidates.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <unordered_map>
+#include <utility>
 
+#include "stages/context/error.h"
 #include "stages/context/references.h"
 #include "stages/context/ts_util.h"
 
@@ -75,12 +79,24 @@ bool unit_named(const Unit& unit, std::string_view name) {
 }
 
 void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor_facet,
-                      graph::Arena& arena, const ExtractOptions& options) {
+                      graph::Arena& /*arena*/, const ExtractOptions& options) {
+  build_candidates(out, anchor_facet, extract_file_units(anchor_facet.share_file(), options));
+}
+
+void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor_facet,
+                      std::shared_ptr<const FileUnits> extracted) {
   const ast::ParsedFile& file = anchor_facet.file();
   const ast::Anchor& a = anchor_facet.anchor();
+  if (!extracted || extracted->file.get() != &file) {
+    throw ContextError(fmt::format(
+        "build_candidates: the units given for {} were extracted from {}, not from the "
+        "anchor's parsed file (extract_file_units(anchor.share_file()) makes them)",
+        file.path(), extracted ? extracted->file->path() + " (another version)" : "nothing"));
+  }
   out.file = anchor_facet.share_file();
   out.files = {SourceInfo{file.path(), std::string(file.language().name()), visible_rows(file)}};
-  out.units = extract_units(file, 0, arena, options);
+  out.units = extracted->units;
+  out.extracted = std::move(extracted);
   out.cursor_byte = a.byte;
   out.cursor_row = a.point.row;
   std::vector<Unit>& units = out.units;

@@ -38,6 +38,10 @@ class CandidatesFacet : public graph::Facet {
   int32_t focus = -1;  // index of the unit holding the cursor
   uint32_t cursor_byte = 0, cursor_row = 0;
   std::shared_ptr<const ast::ParsedFile> file;  // the cursor's file: units of file 0 view it
+  // The cursor file's units as extracted, before reasons were added (`units` starts as a copy;
+  // their signature and name forms live in its arena). context.deps hands it to the project
+  // index so that the file is not extracted a second time.
+  std::shared_ptr<const FileUnits> extracted;
   std::vector<std::shared_ptr<const void>> keep_alive;  // storage other units view
 
   // What context.deps found: one entry per definition it reached.
@@ -62,10 +66,14 @@ class CandidatesFacet : public graph::Facet {
 // Throws (through Item::get) when the item has no anchor.
 CandidatesFacet& ensure_candidates(graph::Item& item, const ExtractOptions& options = {});
 
-// Builds candidates for `anchor`'s file (exposed for tests and benchmarks). Texts that are
-// not views into the file go to `arena`.
+// Builds candidates for `anchor`'s file (exposed for tests and benchmarks): extracts it
+// (extract_file_units) and builds from that. Texts live in the extraction and the file;
+// `arena` is not needed any more and is kept for callers.
 void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor, graph::Arena& arena,
                       const ExtractOptions& options = {});
+// The same from units already extracted from the anchor's very file (else ContextError).
+void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor,
+                      std::shared_ptr<const FileUnits> units);
 
 // Adds a unit made of row `row` alone (a cursor between units), inside the innermost
 // container around that row at or below `within` (-1: anywhere). Returns its index.

@@ -61,8 +61,13 @@ graph::Port DepsStage::process(graph::Item& item) {
       proj.index.update(path, f["source"].get_ref<const std::string&>());
     }
   }
-  // The anchor's own tree: the cursor's file is not parsed a second time.
-  proj.index.update(c.files[0].path, c.file);
+  // The anchor's own tree and the candidates' own extraction of it: the cursor's file is
+  // neither parsed nor extracted a second time.
+  if (c.extracted) {
+    proj.index.update(c.files[0].path, c.extracted);
+  } else {
+    proj.index.update(c.files[0].path, c.file);
+  }
   expand_dependencies(c, proj.index, options_, item.arena());
   return ok_;
 }

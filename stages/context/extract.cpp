@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "stages/ast/anchor.h"
 #include "stages/context/summarize.h"
@@ -684,6 +685,15 @@ std::vector<Unit> extract_units(const ast::ParsedFile& file, uint32_t file_index
   Extractor x(file, file_index, arena, options, units);
   x.members(file.root(), -1, -1, Context{});
   return units;
+}
+
+std::shared_ptr<const FileUnits> extract_file_units(std::shared_ptr<const ast::ParsedFile> file,
+                                                    const ExtractOptions& options) {
+  auto out = std::make_shared<FileUnits>();
+  out->file = std::move(file);
+  out->options = options;
+  out->units = extract_units(*out->file, 0, out->arena, options);
+  return out;
 }
 
 bool split_unit(const ast::ParsedFile& file, std::vector<Unit>& units, uint32_t index,

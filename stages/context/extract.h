@@ -20,6 +20,7 @@
 #include <tree_sitter/api.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "graph/arena.h"
@@ -30,10 +31,27 @@ namespace vsynth::stages::context {
 
 struct ExtractOptions {
   bool doc_line = true;  // signature forms carry the first line of the doc comment / docstring
+  bool operator==(const ExtractOptions&) const = default;
 };
 
 std::vector<Unit> extract_units(const ast::ParsedFile& file, uint32_t file_index,
                                 graph::Arena& arena, const ExtractOptions& options = {});
+
+// One version of a file with its units (file index 0), as extract_units makes them; immutable
+// once made. A request extracts the cursor's file once: its candidates copy these units (and
+// add their reasons) and the project index adopts the same object (ProjectIndex::update), so
+// a first-seen file is not walked twice. Self-contained: it keeps the file its units view and
+// the arena holding their signature and name forms.
+struct FileUnits {
+  std::shared_ptr<const ast::ParsedFile> file;
+  ExtractOptions options;
+  graph::Arena arena;
+  std::vector<Unit> units;
+};
+
+// Extracts `file` (not null) into a new FileUnits.
+std::shared_ptr<const FileUnits> extract_file_units(std::shared_ptr<const ast::ParsedFile> file,
+                                                    const ExtractOptions& options = {});
 
 // Turns unit `index` into a container whose members are appended to `units` with
 // parent = index. By its block body when it has one (a function's statements, an if's

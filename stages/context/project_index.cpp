@@ -1,11 +1,14 @@
 #include "stages/context/project_index.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <utility>
 
 #include "stages/ast/language.h"
 #include "stages/ast/reclaim.h"
+#include "stages/context/error.h"
 #include "stages/context/extract.h"
 #include "stages/context/references.h"
 
@@ -71,13 +74,14 @@ bool ProjectIndex::update(const std::string& path, std::string_view source) {
     unindex(f);
     ast::retire(std::exchange(f.parsed, std::move(next)));  // freed off the request path
     ++reparses_;
-    index(f);
+    index(f, nullptr);
     return true;
   }
   const ast::Language* lang = ast::Language::find_for_path(path);
   if (!lang) return false;
   ++parses_;
-  return adopt(path, std::make_shared<const ast::ParsedFile>(path, *lang, std::string(source)));
+  return adopt(path, std::make_shared<const ast::ParsedFile>(path, *lang, std::string(source)),
+               nullptr);
 }
 
 bool ProjectIndex::update(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed) {
@@ -87,20 +91,41 @@ bool ProjectIndex::update(const std::string& path, std::shared_ptr<const ast::Pa
     if (f.parsed == parsed || f.parsed->source() == parsed->source()) return false;
     unindex(f);
     ast::retire(std::exchange(f.parsed, std::move(parsed)));  // freed off the request path
-    index(f);
+    index(f, nullptr);
     return true;
   }
-  return adopt(path, std::move(parsed));
+  return adopt(path, std::move(parsed), nullptr);
 }
 
-bool ProjectIndex::adopt(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed) {
+bool ProjectIndex::update(const std::string& path, std::shared_ptr<const FileUnits> units) {
+  if (!units || !units->file) {
+    throw ContextError(fmt::format(
+        "project index: update of {} got no extracted units (pass CandidatesFacet::extracted, "
+        "or the parsed file itself)",
+        path));
+  }
+  std::shared_ptr<const ast::ParsedFile> parsed = units->file;
+  auto it = files_.find(path);
+  if (it != files_.end()) {
+    File& f = *it->second;
+    if (f.parsed == parsed || f.parsed->source() == parsed->source()) return false;
+    unindex(f);
+    ast::retire(std::exchange(f.parsed, std::move(parsed)));  // freed off the request path
+    index(f, std::move(units));
+    return true;
+  }
+  return adopt(path, std::move(parsed), std::move(units));
+}
+
+bool ProjectIndex::adopt(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed,
+                         std::shared_ptr<const FileUnits> units) {
   auto f = std::make_unique<File>();
   f->path = path;
   f->stem = stem_of(path);
   f->parsed = std::move(parsed);
   File& ref = *f;
   files_[path] = std::move(f);
-  index(ref);
+  index(ref, std::move(units));
   return true;
 }
 
@@ -122,12 +147,17 @@ void ProjectIndex::unindex(File& f) {
                refs.end());
     if (refs.empty()) names_.erase(it);
   }
-  f.units.clear();
+  f.units = {};
+  // The old extraction holds the old version's file: dropped with it, off the request path.
+  ast::retire(std::move(f.extracted));
 }
 
-void ProjectIndex::index(File& f) {
-  f.arena = std::make_unique<graph::Arena>();
-  f.units = extract_units(*f.parsed, 0, *f.arena);
+void ProjectIndex::index(File& f, std::shared_ptr<const FileUnits> units) {
+  if (!units || units->file != f.parsed || !(units->options == ExtractOptions{})) {
+    units = extract_file_units(f.parsed);
+  }
+  f.extracted = std::move(units);
+  f.units = f.extracted->units;
   f.rows = visible_rows(*f.parsed);
   f.imports.clear();
   for (uint32_t i = 0; i < f.units.size(); ++i) {

@@ -7,7 +7,9 @@
 // file is re-parsed from its previous tree (the edit is the span between the common prefix
 // and suffix of the old and new texts, so a one-line change re-parses a few subtrees), or
 // takes a tree already parsed (the cursor's file from the anchor facet), and its units are
-// re-extracted; only its own entries in the name index change.
+// re-extracted, or taken as they are when the caller extracted them already (the cursor's
+// file from the candidates facet); only its own entries in the name index change. Superseded
+// versions are freed on ast's reclaimer thread (stages/ast/reclaim.h), off the request path.
 //
 // Name resolution, from a file F: definitions of the name in F itself; else those in files F
 // imports (a file whose stem, "core" for src/click/core.py, appears as a word in F's import
@@ -19,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,6 +29,7 @@
 
 #include "graph/arena.h"
 #include "stages/ast/parsed_file.h"
+#include "stages/context/extract.h"
 #include "stages/context/unit.h"
 
 namespace vsynth::stages::context {
@@ -37,9 +41,11 @@ class ProjectIndex {
     std::string stem;  // file name without extension
     // Kept for incremental re-parses; immutable, so it may be the very file ast.anchor parsed.
     std::shared_ptr<const ast::ParsedFile> parsed;
-    std::unique_ptr<graph::Arena> arena;  // signature and name forms of `units`
-    std::vector<Unit> units;
-    std::string imports;  // text of its import units, for resolution
+    // Its units (default ExtractOptions) with the storage of their texts; may be the very
+    // extraction a request's candidates were built from.
+    std::shared_ptr<const FileUnits> extracted;
+    std::span<const Unit> units;  // extracted->units
+    std::string imports;          // text of its import units, for resolution
     uint32_t rows = 0;
   };
   struct Ref {
@@ -53,6 +59,10 @@ class ProjectIndex {
   // Brings `path` to an already parsed file (the cursor's file as ast.anchor parsed it):
   // nothing is parsed again, only its units are extracted and indexed.
   bool update(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed);
+  // Brings `path` to the file `units` were extracted from (CandidatesFacet::extracted):
+  // nothing is parsed or extracted again when they were made with the default ExtractOptions
+  // (the index's own); otherwise as update(path, units->file).
+  bool update(const std::string& path, std::shared_ptr<const FileUnits> units);
   void remove(const std::string& path);
 
   const File* find(std::string_view path) const;
@@ -67,9 +77,11 @@ class ProjectIndex {
   std::vector<std::string_view> names_used_by(const File& file, uint32_t unit) const;
 
  private:
-  bool adopt(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed);
+  bool adopt(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed,
+             std::shared_ptr<const FileUnits> units);
   void unindex(File& f);
-  void index(File& f);
+  // Indexes f.parsed, from `units` when they are its default extraction, else extracting it.
+  void index(File& f, std::shared_ptr<const FileUnits> units);
 
   std::unordered_map<std::string, std::unique_ptr<File>> files_;
   std::unordered_map<std::string, std::vector<Ref>> names_;

@@ -17,7 +17,11 @@
 // request (ast.anchor's parse cache + anchor + context stages) over files of
 // --lat-min..--lat-max lines: cold (the file not in the cache: a full parse), edited (the
 // cache holds the original text, the task's one-line edit is re-parsed incrementally) and
-// again (the same text: the cached tree reused), plus the parse steps alone.
+// again (the same text: the cached tree reused), plus the parse steps alone, and where a cold
+// request's time goes, phase by phase (parse, anchor, extract, candidates, project index,
+// deps, dedup, prune). Before each measured request the project index holds the file as the
+// repository has it (so the request re-indexes the cursor's file, as a server's would) and
+// the versions the setup superseded have been freed (ast::drain_retired).
 //
 //   bench_context --repos .cache/bench-repos/src [--budgets 512,1024,2048] [--min-lines 800]
 //                 [--sites 8] [--gguf models/gemma-3-270m-q4_k_m.gguf] [--json out.json]
@@ -25,7 +29,8 @@
 // its reasons, forms, values and the focus's size (why a gold was missed); =2 also lists the
 // units shown when the gold was not. BENCH_CONTEXT_DUMP=<path>:<gold name> prints that task's
 // context text and focus node and writes its source, with a <|> cursor, to
-// $TMPDIR/bench_task.<ext> (what tests/context's Fixture reads).
+// $TMPDIR/bench_task.<ext> (what tests/context's Fixture reads). BENCH_CONTEXT_PHASES=1
+// prints each cold request's phases (ms, in the table's order).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -48,6 +53,7 @@
 #include "stages/ast/anchor_stage.h"
 #include "stages/ast/language.h"
 #include "stages/ast/parse_cache.h"
+#include "stages/ast/reclaim.h"
 #include "stages/context/candidates.h"
 #include "stages/context/dedup.h"
 #include "stages/context/deps.h"
@@ -228,6 +234,29 @@ std::vector<Task> make_tasks(Repo& repo, uint32_t min_lines, uint32_t per_file) 
   return tasks;
 }
 
+// Wall time of each phase of a request (ms), in request order: where a cold request's time
+// goes. Means add up to the request; percentiles do not.
+struct Phases {
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> ms;  // [phase][request]
+  Clock::time_point t = Clock::now();
+  void start() { t = Clock::now(); }
+  // Charges the time since the last lap (or start) to `name`.
+  void lap(const char* name, std::size_t request) {
+    const auto now = Clock::now();
+    const double v = std::chrono::duration<double, std::milli>(now - t).count();
+    t = now;
+    std::size_t k = 0;
+    while (k < names.size() && names[k] != name) ++k;
+    if (k == names.size()) {
+      names.emplace_back(name);
+      ms.emplace_back();
+    }
+    if (ms[k].size() <= request) ms[k].resize(request + 1, 0.0);
+    ms[k][request] += v;
+  }
+};
+
 struct Outcome {
   double compression = 0;
   bool recall = false;
@@ -236,19 +265,32 @@ struct Outcome {
 };
 
 // Our pipeline on one task at one budget. `file` is the task's parsed file.
+// With `phases`, each step's wall time is charged to it as request `request`.
 Outcome run_ours(const Task& t, const std::shared_ptr<const ast::ParsedFile>& file,
                  ctx::ProjectIndex& index, uint32_t budget, const ctx::TokenCounter& counter,
-                 uint32_t file_tokens) {
+                 uint32_t file_tokens, Phases* phases = nullptr, std::size_t request = 0) {
+  auto lap = [&](const char* name) {
+    if (phases) phases->lap(name, request);
+  };
   ast::AnchorFacet anchor(file, ast::anchor(*file, ast::Cursor::at_byte(t.cursor)));
+  lap("anchor");
   vsynth::graph::Arena arena;
+  std::shared_ptr<const ctx::FileUnits> units = ctx::extract_file_units(file);
+  lap("extract units");
   ctx::CandidatesFacet c;
-  ctx::build_candidates(c, anchor, arena);
-  index.update(t.path, file);  // as context.deps does: the anchor's tree, not parsed again
+  ctx::build_candidates(c, anchor, std::move(units));
+  lap("candidates (reasons)");
+  // As context.deps does: the anchor's tree and the candidates' units, nothing done again.
+  index.update(t.path, c.extracted);
+  lap("project index update");
   ctx::expand_dependencies(c, index, {}, arena);
+  lap("deps (two hops)");
   ctx::remove_duplicates(c, {});
+  lap("dedup");
   ctx::PruneOptions o;
   o.budget_tokens = budget;
   const ctx::PruneResult r = ctx::prune(c, counter, o, arena);
+  lap("prune (split, knapsack, fill, render)");
   Outcome out;
   out.used = r.used_tokens;
   out.compression = r.used_tokens ? static_cast<double>(file_tokens) / r.used_tokens : 0;
@@ -453,6 +495,7 @@ int main(int argc, char** argv) {
   std::vector<double> lat_parse, cpu_parse, lat_key, cpu_key, lat_hit, cpu_hit;
   uint32_t miss = 0, edits = 0, hits = 0;  // parse cache outcomes seen (a check on the setup)
   uint32_t lat_files_lines = 0, lat_tasks = 0;
+  Phases phases;                                               // of the cold requests
   std::map<std::string, std::pair<uint32_t, uint32_t>> kinds;  // kind -> tasks, cross-file
 
   for (auto& repo : repos) {
@@ -492,19 +535,37 @@ int main(int argc, char** argv) {
         // index of context.deps is warm: the repository was indexed at start, as a server
         // does; it brings the cursor's file to the task's text incrementally).
         const ast::Language& lang = ast::Language::for_path(t.path);
-        // Cold: this file is not in the cache (a fresh one): a full parse.
+        // Cold: this file is not in the cache (a fresh one): a full parse. The project index
+        // holds the file as the repository has it (the accuracy runs above left the task's
+        // text there), so the request re-indexes the cursor's file as a server's would.
+        repo->index.update(t.path, repo->files[t.path]);
+        // Versions the setup above superseded are freed before the clock starts, so that
+        // freeing them (on the reclaimer thread) does not overlap the request measured.
+        ast::drain_retired();
         ast::ParseCache cold_cache(std::size_t{64} << 20);
         t0 = Clock::now();
         double c0 = cpu_ms();
+        phases.start();
         ast::ParseCache::Result cold = cold_cache.parse(t.path, lang, t.source);
-        run_ours(t, cold.file, repo->index, 1024, *counter, file_tokens);
+        phases.lap("parse (cache miss)", lat_tasks);
+        run_ours(t, cold.file, repo->index, 1024, *counter, file_tokens, &phases, lat_tasks);
         lat_cold.push_back(ms_since(t0));
+        if (std::getenv("BENCH_CONTEXT_PHASES")) {
+          fmt::print(stderr, "PH {} {} lines={} bytes={} total={:.2f}", t.path, t.gold_name,
+                     t.lines, t.source.size(), lat_cold.back());
+          for (std::size_t k = 0; k < phases.names.size(); ++k)
+            fmt::print(stderr, " {:.2f}",
+                       phases.ms[k].size() > lat_tasks ? phases.ms[k][lat_tasks] : 0.0);
+          fmt::print(stderr, "\n");
+        }
         cpu_cold.push_back(cpu_ms() - c0);
         miss += cold.outcome == ast::ParseCache::Outcome::Miss;
         // Edit: the cache holds the file as an earlier request sent it (the original text);
         // the task's text (the rest of the cursor's line removed) is re-parsed incrementally.
         ast::ParseCache cache(std::size_t{64} << 20);
         cache.parse(t.path, lang, repo->files[t.path]);
+        repo->index.update(t.path, repo->files[t.path]);
+        ast::drain_retired();
         t0 = Clock::now();
         c0 = cpu_ms();
         ast::ParseCache::Result edited = cache.parse(t.path, lang, t.source);
@@ -602,6 +663,25 @@ int main(int argc, char** argv) {
   row("one-line re-parse alone (cache edit: rest of line cut)", lat_reparse, cpu_reparse);
   row("keystroke re-parse alone (1 char, original file)", lat_key, cpu_key);
   row("context stages alone (candidates..prune)", lat_prune, cpu_prune);
+  fmt::print("\n  cold request by phase (wall):  {:>9} {:>9} {:>9} {:>6}\n", "p50", "p95", "mean",
+             "share");
+  double phase_total = 0;
+  for (const auto& v : phases.ms) {
+    for (double x : v) phase_total += x;
+  }
+  for (std::size_t k = 0; k < phases.names.size(); ++k) {
+    const std::vector<double>& v = phases.ms[k];
+    double sum = 0;
+    for (double x : v) sum += x;
+    const double mean = v.empty() ? 0 : sum / static_cast<double>(v.size());
+    fmt::print("  {:<38} {:>6.2f} ms {:>6.2f} ms {:>6.2f} ms {:>5.1f}%\n", phases.names[k],
+               percentile(v, 0.5), percentile(v, 0.95), mean,
+               phase_total > 0 ? 100 * sum / phase_total : 0.0);
+    out["cold_phases"].push_back({{"phase", phases.names[k]},
+                                  {"wall_p50_ms", percentile(v, 0.5)},
+                                  {"wall_p95_ms", percentile(v, 0.95)},
+                                  {"wall_mean_ms", mean}});
+  }
   fmt::print("  parse cache outcomes: cold {} misses, edited {} edits, again {} hits (of {})\n",
              miss, edits, hits, lat_tasks);
   out["parse_cache"] = {{"cold_misses", miss}, {"edits", edits}, {"hits", hits}};

@@ -198,3 +198,67 @@ TEST_CASE("deps: the index takes the cursor file's tree as parsed, without parsi
   CHECK(index.parses() == 1);
   CHECK(index.find("core.py")->parsed == core);
 }
+
+TEST_CASE("deps: the index adopts the candidates' extraction of the cursor's file",
+          "[context][deps]") {
+  ProjectIndex index;
+  CHECK(index.update("util.py", kUtil));
+  CHECK(index.update("core.py", kCore));
+  Fixture f{"main.py", kMain};
+  REQUIRE(f.candidates.extracted);
+  CHECK(f.candidates.extracted->file == f.file);
+  // Adopted as it is: the same object, nothing parsed or extracted again.
+  CHECK(index.update("main.py", f.candidates.extracted));
+  const ProjectIndex::File* main = index.find("main.py");
+  REQUIRE(main);
+  CHECK(main->extracted == f.candidates.extracted);
+  CHECK(main->parsed == f.file);
+  CHECK(index.parses() == 2);
+  CHECK_FALSE(index.update("main.py", f.candidates.extracted));  // unchanged
+  // What the index holds is what it would have extracted itself.
+  ProjectIndex fresh;
+  fresh.update("main.py", std::string(f.file->source()));
+  const ProjectIndex::File* own = fresh.find("main.py");
+  REQUIRE(own->units.size() == main->units.size());
+  for (std::size_t i = 0; i < own->units.size(); ++i) {
+    CHECK(own->units[i].name == main->units[i].name);
+    CHECK(own->units[i].full == main->units[i].full);
+    CHECK(own->units[i].signature == main->units[i].signature);
+  }
+  REQUIRE(index.resolve("local_b", nullptr, 3).size() == 1);
+  // Candidates' reasons are theirs: the index's units carry none.
+  for (const Unit& u : main->units) CHECK_FALSE(u.reasons.focus);
+  // The candidates' units stay valid after the index moves on to another version.
+  CHECK(index.update("main.py", std::string(f.file->source()) + "\n\ndef later():\n    pass\n"));
+  CHECK(f.unit("local_b").full == "def local_b(v):\n    return v * 2\n");
+}
+
+TEST_CASE("deps: units extracted with other options are extracted again by the index",
+          "[context][deps]") {
+  const auto file = std::make_shared<const vsynth::stages::ast::ParsedFile>(
+      vsynth::stages::ast::ParsedFile::from_path("util.py", kUtil));
+  ExtractOptions no_doc;
+  no_doc.doc_line = false;
+  const auto units = extract_file_units(file, no_doc);
+  ProjectIndex index;
+  CHECK(index.update("util.py", units));
+  const ProjectIndex::File* util = index.find("util.py");
+  CHECK(util->parsed == file);      // the tree is still shared
+  CHECK(util->extracted != units);  // the units are the index's own (with doc lines)
+  const auto ref = index.resolve("helper", nullptr, 3);
+  REQUIRE(ref.size() == 1);
+  CHECK(std::string(ref[0].file->units[ref[0].unit].signature).find("Doubles through the core") !=
+        std::string::npos);
+}
+
+TEST_CASE("candidates: units of another file are refused with a clear error", "[context][deps]") {
+  Fixture f{"main.py", kMain};
+  const auto other = std::make_shared<const vsynth::stages::ast::ParsedFile>(
+      vsynth::stages::ast::ParsedFile::from_path("util.py", kUtil));
+  CandidatesFacet c;
+  CHECK_THROWS_WITH(build_candidates(c, *f.anchor, extract_file_units(other)),
+                    Catch::Contains("main.py") && Catch::Contains("util.py"));
+  ProjectIndex index;
+  CHECK_THROWS_WITH(index.update("x.py", std::shared_ptr<const FileUnits>()),
+                    Catch::Contains("x.py"));
+}

@@ -1,5 +1,7 @@
 #include "stages/ast/reclaim.h"
 
+#include <sched.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,6 +42,12 @@ class Reclaimer {
 
  private:
   void loop() {
+    // SCHED_BATCH: a wake-up (a request retiring a file) does not preempt the thread running
+    // on this core, typically the request itself; the frees wait for the next scheduling
+    // slice and then take a fair share (a nice value would starve them on a busy machine).
+    // Best effort: where the policy cannot be set, the thread runs as before.
+    sched_param param{};
+    sched_setscheduler(0, SCHED_BATCH, &param);  // 0: this thread (Linux)
     std::unique_lock lock(mu_);
     for (;;) {
       wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });

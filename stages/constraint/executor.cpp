@@ -2,9 +2,6 @@
 
 namespace vsynth::stages::constraint {
 
-namespace ir = solvers::ir;
-using solvers::Expr;
-
 const char* to_string(ObligationKind k) {
   switch (k) {
     case ObligationKind::Return:
@@ -32,6 +29,51 @@ std::size_t tree_size(const Expr& e, std::size_t cap) {
   return n;
 }
 
+BinaryBuilder find_builder(std::span<const NamedBuilder> table, std::string_view op) {
+  for (const NamedBuilder& b : table) {
+    if (b.op == op) return b.build;
+  }
+  return nullptr;
+}
+
+BinaryBuilder comparison_builder(std::string_view op) {
+  static constexpr NamedBuilder kComparisons[] = {
+      {"<", ir::lt},
+      {"<=", ir::le},
+      {">", ir::gt},
+      {">=", ir::ge},
+      {"==", ir::eq},
+      {"!=", ir::ne},
+      {"in", ir::in},
+      {"not in", [](Expr a, Expr b) { return ir::not_(ir::in(std::move(a), std::move(b))); }},
+  };
+  return find_builder(kComparisons, op);
+}
+
+Translation Executor::run(TSNode root) {
+  TSNode fn{};
+  const uint32_t n = ts_node_named_child_count(root);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode f = wanted_function(ts_node_named_child(root, i));
+    if (!ts_node_is_null(f)) fn = f;
+  }
+  if (ts_node_is_null(fn)) {
+    out_.unknown = "no function `" + sig_.function + "` in the code";
+    return std::move(out_);
+  }
+  out_.function_found = true;
+  out_.function_start = ts_node_start_byte(fn);
+  out_.function_end = ts_node_end_byte(fn);
+  try {
+    translate_function(fn);
+  } catch (const StopTranslation& st) {
+    out_.unknown = st.why;
+  } catch (const OpenLoop&) {
+    // partial program: the rest may still change
+  }
+  return std::move(out_);
+}
+
 std::string Executor::snippet(TSNode n) const {
   std::string s(text(n));
   if (const auto nl = s.find('\n'); nl != std::string::npos) s = s.substr(0, nl) + " ...";
@@ -42,6 +84,14 @@ std::string Executor::snippet(TSNode n) const {
 void Executor::stop(TSNode n, const std::string& what) const {
   throw StopTranslation{what + " at line " + std::to_string(line(n)) + " (`" + snippet(n) +
                         "`) is outside the supported subset"};
+}
+
+void Executor::check_param_count(std::size_t in_code) const {
+  if (in_code != sig_.params.size()) {
+    throw StopTranslation{"`" + sig_.function + "` takes " + std::to_string(in_code) +
+                          " parameters in the code but " + std::to_string(sig_.params.size()) +
+                          " in the spec's signature"};
+  }
 }
 
 std::string Executor::where(TSNode stmt) const {
@@ -79,6 +129,34 @@ void Executor::add(ObligationKind kind, const State& s, const Expr& expr, TSNode
 void Executor::require_defined(const State& s, const Expr& e, TSNode stmt) {
   if (!e || e->sort == solvers::Sort::Opaque || !can_raise(e)) return;
   add(ObligationKind::Defined, s, defined(e), stmt);
+}
+
+void Executor::fall_off_end(const State& s, TSNode at, const std::string& shown,
+                            const std::string& why, const std::string& where) {
+  if (sig_.result) {
+    add(ObligationKind::Return, s, ir::unsupported(*sig_.result, shown, why), at);
+  } else {
+    add(ObligationKind::Return, s, nullptr, at);
+  }
+  out_.obligations.back().where = where;
+}
+
+bool Executor::exec_shared(TSNode st, State& s) {
+  const std::string_view t = type(st);
+  if (t == "return_statement") {
+    exec_return(st, s);
+  } else if (t == "if_statement") {
+    exec_if(st, s);
+  } else if (t == "for_statement") {
+    exec_for(st, s);
+  } else if (t == "break_statement") {
+    do_break(s, st);
+  } else if (t == "continue_statement") {
+    do_continue(s, st);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 void Executor::unroll(State& s, TSNode loop, const std::function<Expr(State&, int)>& condition,

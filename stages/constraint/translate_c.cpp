@@ -7,16 +7,10 @@
 #include <optional>
 
 #include "solvers/error.h"
-#include "stages/ast/parsed_file.h"
 #include "stages/constraint/error.h"
 #include "stages/constraint/executor.h"
 
 namespace vsynth::stages::constraint {
-
-namespace ir = solvers::ir;
-using solvers::Expr;
-using solvers::Op;
-using solvers::Sort;
 
 namespace {
 
@@ -113,41 +107,6 @@ class CTranslator : public Executor {
  public:
   using Executor::Executor;
 
-  Translation run(TSNode root) {
-    TSNode fn = find_function(root);
-    if (ts_node_is_null(fn)) {
-      out_.unknown = "no function `" + sig_.function + "` in the code";
-      return std::move(out_);
-    }
-    out_.function_found = true;
-    out_.function_start = ts_node_start_byte(fn);
-    out_.function_end = ts_node_end_byte(fn);
-    out_.caveats.push_back(
-        "C integers are modelled with their LP64 ranges: signed overflow, division by zero and "
-        "INT_MIN / -1 are errors, unsigned arithmetic wraps");
-    try {
-      State s = enter_function(fn);
-      TSNode body = field(fn, "body");
-      stmt_ = body;
-      exec_compound(body, s);
-      if (!s.dead && !opt_.partial) {
-        if (sig_.result) {
-          add(ObligationKind::Return, s,
-              ir::unsupported(*sig_.result, "?",
-                              "`" + sig_.function + "` can reach its end without a return"),
-              body);
-        } else {
-          add(ObligationKind::Return, s, nullptr, body);
-        }
-        out_.obligations.back().where = "the end of `" + sig_.function + "`";
-      }
-    } catch (const StopTranslation& st) {
-      out_.unknown = st.why;
-    } catch (const OpenLoop&) {
-    }
-    return std::move(out_);
-  }
-
  private:
   // function_definition -> declarator chain -> function_declarator with the wanted name.
   TSNode function_declarator(TSNode fn) const {
@@ -156,16 +115,24 @@ class CTranslator : public Executor {
     return d;
   }
 
-  TSNode find_function(TSNode root) const {
-    TSNode found{};
-    const uint32_t n = ts_node_named_child_count(root);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode c = ts_node_named_child(root, i);
-      if (type(c) != "function_definition") continue;
-      TSNode d = function_declarator(c);
-      if (!ts_node_is_null(d) && text(field(d, "declarator")) == sig_.function) found = c;
+  TSNode wanted_function(TSNode c) const override {
+    if (type(c) != "function_definition") return {};
+    TSNode d = function_declarator(c);
+    return !ts_node_is_null(d) && text(field(d, "declarator")) == sig_.function ? c : TSNode{};
+  }
+
+  void translate_function(TSNode fn) override {
+    out_.caveats.push_back(
+        "C integers are modelled with their LP64 ranges: signed overflow, division by zero and "
+        "INT_MIN / -1 are errors, unsigned arithmetic wraps");
+    State s = enter_function(fn);
+    TSNode body = field(fn, "body");
+    stmt_ = body;
+    exec_compound(body, s);
+    if (!s.dead && !opt_.partial) {
+      fall_off_end(s, body, "?", "`" + sig_.function + "` can reach its end without a return",
+                   "the end of `" + sig_.function + "`");
     }
-    return found;
   }
 
   State enter_function(TSNode fn) {
@@ -187,11 +154,7 @@ class CTranslator : public Executor {
         stop(p, "a variadic parameter list");
       }
     }
-    if (decls.size() != sig_.params.size()) {
-      throw StopTranslation{"`" + sig_.function + "` takes " + std::to_string(decls.size()) +
-                            " parameters in the code but " + std::to_string(sig_.params.size()) +
-                            " in the spec's signature"};
-    }
+    check_param_count(decls.size());
     for (std::size_t i = 0; i < decls.size(); ++i) {
       TSNode d = field(decls[i], "declarator");
       if (ts_node_is_null(d)) stop(decls[i], "an unnamed parameter");
@@ -216,14 +179,13 @@ class CTranslator : public Executor {
 
   void exec_compound(TSNode block, State& s) {
     std::vector<std::string> declared;
-    const uint32_t n = ts_node_named_child_count(block);
-    for (uint32_t i = 0; i < n && !s.dead; ++i) {
-      TSNode st = ts_node_named_child(block, i);
-      if (type(st) == "comment") continue;
-      exec(st, s, declared);
-      ++out_.statements;
-    }
-    for (const std::string& d : declared) {  // the block's scope ends
+    for_each_statement(block, s, [&](TSNode st) { exec(st, s, declared); });
+    end_scope(declared, s);
+  }
+
+  // A block's scope ends: its declarations go out of scope.
+  void end_scope(const std::vector<std::string>& declared, State& s) {
+    for (const std::string& d : declared) {
       s.env.erase(d);
       types_.erase(d);
     }
@@ -242,6 +204,7 @@ class CTranslator : public Executor {
   void exec(TSNode st, State& s, std::vector<std::string>& declared) {
     InState in(*this, s);
     stmt_ = st;
+    if (exec_shared(st, s)) return;
     const std::string_view t = type(st);
     if (t == "compound_statement") {
       exec_compound(st, s);
@@ -249,20 +212,10 @@ class CTranslator : public Executor {
       declare(st, s, declared);
     } else if (t == "expression_statement") {
       if (ts_node_named_child_count(st) > 0) effect(ts_node_named_child(st, 0), s);
-    } else if (t == "return_statement") {
-      exec_return(st, s);
-    } else if (t == "if_statement") {
-      exec_if(st, s);
-    } else if (t == "for_statement") {
-      exec_for(st, s);
-    } else if (t == "break_statement") {
-      do_break(s, st);
-    } else if (t == "continue_statement") {
-      do_continue(s, st);
     } else if (t == "while_statement" || t == "do_statement") {
       stop(st, "a while/do loop");
     } else {
-      stop(st, "a `" + std::string(t) + "`");
+      stop_statement(st);
     }
   }
 
@@ -270,10 +223,7 @@ class CTranslator : public Executor {
   void exec_body(TSNode st, State& s) {
     std::vector<std::string> declared;
     exec(st, s, declared);
-    for (const std::string& d : declared) {
-      s.env.erase(d);
-      types_.erase(d);
-    }
+    end_scope(declared, s);
   }
 
   void declare(TSNode st, State& s, std::vector<std::string>& declared) {
@@ -304,7 +254,7 @@ class CTranslator : public Executor {
     }
   }
 
-  void exec_return(TSNode st, State& s) {
+  void exec_return(TSNode st, State& s) override {
     TSNode e = ts_node_named_child(st, 0);
     if (!sig_.result) {
       if (!ts_node_is_null(e)) eval(e, s);
@@ -330,7 +280,7 @@ class CTranslator : public Executor {
     s.dead = true;
   }
 
-  void exec_if(TSNode st, State& s) {
+  void exec_if(TSNode st, State& s) override {
     TSNode c = field(st, "condition");
     const Expr cond = truthy(eval(c, s));
     State then = branch(s, cond);
@@ -345,7 +295,7 @@ class CTranslator : public Executor {
              "after the if at line " + std::to_string(line(st)));
   }
 
-  void exec_for(TSNode st, State& s) {
+  void exec_for(TSNode st, State& s) override {
     if (is_open(st)) throw OpenLoop{};
     std::vector<std::string> declared;
     TSNode init = field(st, "initializer");
@@ -373,10 +323,7 @@ class CTranslator : public Executor {
           stmt_ = st;
           if (!ts_node_is_null(update)) effect(update, cur);
         });
-    for (const std::string& d : declared) {
-      s.env.erase(d);
-      types_.erase(d);
-    }
+    end_scope(declared, s);
   }
 
   // An expression evaluated for its effect: assignments, ++/--, assert(), comma lists.
@@ -597,13 +544,7 @@ class CTranslator : public Executor {
         const CType ct = common(a.t, b.t);
         a = convert(a, ct, n);
         b = convert(b, ct, n);
-        Expr r = op == "<"    ? ir::lt(a.e, b.e)
-                 : op == "<=" ? ir::le(a.e, b.e)
-                 : op == ">"  ? ir::gt(a.e, b.e)
-                 : op == ">=" ? ir::ge(a.e, b.e)
-                 : op == "==" ? ir::eq(a.e, b.e)
-                              : ir::ne(a.e, b.e);
-        return {r, {CType::Bool, 1, "bool"}};
+        return {comparison_builder(op)(a.e, b.e), {CType::Bool, 1, "bool"}};
       }
       return arith(op, a, b, n);
     }
@@ -660,14 +601,7 @@ class CTranslator : public Executor {
 
 Translation translate_c(std::string_view source, const solvers::Signature& sig,
                         const TranslateOptions& options) {
-  ast::ParsedFile file("candidate.c", ast::Language::named("c"), std::string(source));
-  if (file.has_errors()) {
-    Translation t;
-    t.unknown = "the code has syntax errors";
-    return t;
-  }
-  CTranslator tr(file.source(), sig, options);
-  return tr.run(file.root());
+  return translate_source<CTranslator>(source, "candidate.c", "c", sig, options);
 }
 
 CSignature parse_c_signature(std::string_view declaration) {

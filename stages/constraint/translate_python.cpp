@@ -4,15 +4,9 @@
 #include <optional>
 
 #include "solvers/error.h"
-#include "stages/ast/parsed_file.h"
 #include "stages/constraint/executor.h"
 
 namespace vsynth::stages::constraint {
-
-namespace ir = solvers::ir;
-using solvers::Expr;
-using solvers::Op;
-using solvers::Sort;
 
 namespace {
 
@@ -33,43 +27,35 @@ std::optional<int64_t> parse_int(std::string_view t) {
   return v;
 }
 
+// Python's binary arithmetic operators.
+constexpr NamedBuilder kArithmetic[] = {
+    {"+", ir::add},        {"-", ir::sub}, {"*", ir::mul},  {"/", ir::div},
+    {"//", ir::floor_div}, {"%", ir::mod}, {"**", ir::pow},
+};
+
 class PythonTranslator : public Executor {
  public:
   using Executor::Executor;
 
-  Translation run(TSNode root) {
-    TSNode fn = find_function(root);
-    if (ts_node_is_null(fn)) {
-      out_.unknown = "no function `" + sig_.function + "` in the code";
-      return std::move(out_);
-    }
-    out_.function_found = true;
-    out_.function_start = ts_node_start_byte(fn);
-    out_.function_end = ts_node_end_byte(fn);
-    try {
-      State s = enter_function(fn);
-      TSNode body = field(fn, "body");
-      exec_block(body, s);
-      if (!s.dead && !opt_.partial) fall_off_end(s, fn);
-    } catch (const StopTranslation& st) {
-      out_.unknown = st.why;
-    } catch (const OpenLoop&) {
-      // partial program: the rest may still change
-    }
-    return std::move(out_);
+ private:
+  TSNode wanted_function(TSNode c) const override {
+    if (type(c) == "decorated_definition") c = field(c, "definition");
+    if (ts_node_is_null(c) || type(c) != "function_definition") return {};
+    return text(field(c, "name")) == sig_.function ? c : TSNode{};
   }
 
- private:
-  TSNode find_function(TSNode root) const {
-    TSNode found{};
-    const uint32_t n = ts_node_named_child_count(root);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode c = ts_node_named_child(root, i);
-      if (type(c) == "decorated_definition") c = field(c, "definition");
-      if (ts_node_is_null(c) || type(c) != "function_definition") continue;
-      if (text(field(c, "name")) == sig_.function) found = c;
+  void translate_function(TSNode fn) override {
+    State s = enter_function(fn);
+    TSNode body = field(fn, "body");
+    exec_block(body, s);
+    if (!s.dead && !opt_.partial) {
+      // Reaching the end returns None.
+      TSNode last = ts_node_named_child(body, ts_node_named_child_count(body) - 1);
+      if (ts_node_is_null(last)) last = body;
+      fall_off_end(s, last, "None",
+                   "`" + sig_.function + "` can end without a return (returns None)",
+                   "the end of `" + sig_.function + "` (falls off, returns None)");
     }
-    return found;
   }
 
   State enter_function(TSNode fn) {
@@ -97,11 +83,7 @@ class PythonTranslator : public Executor {
     if (!names.empty() && (names.front() == "self" || names.front() == "cls") &&
         names.size() == sig_.params.size() + 1)
       names.erase(names.begin());
-    if (names.size() != sig_.params.size()) {
-      throw StopTranslation{"`" + sig_.function + "` takes " + std::to_string(names.size()) +
-                            " parameters in the code but " + std::to_string(sig_.params.size()) +
-                            " in the spec's signature"};
-    }
+    check_param_count(names.size());
     State s;
     for (std::size_t i = 0; i < names.size(); ++i) {
       const solvers::Param& p = sig_.params[i];
@@ -115,44 +97,17 @@ class PythonTranslator : public Executor {
     return s;
   }
 
-  void fall_off_end(const State& s, TSNode fn) {
-    // Reaching the end returns None.
-    TSNode body = field(fn, "body");
-    TSNode last = ts_node_named_child(body, ts_node_named_child_count(body) - 1);
-    if (ts_node_is_null(last)) last = body;
-    if (!sig_.result) {
-      add(ObligationKind::Return, s, nullptr, last);
-    } else {
-      add(ObligationKind::Return, s,
-          ir::unsupported(*sig_.result, "None",
-                          "`" + sig_.function + "` can end without a return (returns None)"),
-          last);
-    }
-    out_.obligations.back().where = "the end of `" + sig_.function + "` (falls off, returns None)";
-  }
-
   // --- statements ------------------------------------------------------------------------------
 
   void exec_block(TSNode block, State& s) {
-    const uint32_t n = ts_node_named_child_count(block);
-    for (uint32_t i = 0; i < n && !s.dead; ++i) {
-      TSNode st = ts_node_named_child(block, i);
-      if (type(st) == "comment") continue;
-      exec(st, s);
-      ++out_.statements;
-    }
+    for_each_statement(block, s, [&](TSNode st) { exec(st, s); });
   }
 
   void exec(TSNode st, State& s) {
+    if (exec_shared(st, s)) return;
     const std::string_view t = type(st);
     if (t == "expression_statement") {
       exec_expression_statement(st, s);
-    } else if (t == "return_statement") {
-      exec_return(st, s);
-    } else if (t == "if_statement") {
-      exec_if(st, s);
-    } else if (t == "for_statement") {
-      exec_for(st, s);
     } else if (t == "assert_statement") {
       TSNode c = ts_node_named_child(st, 0);
       const Expr cond = truthy(eval(c, s), c);
@@ -163,10 +118,6 @@ class PythonTranslator : public Executor {
       s.dead = true;
     } else if (t == "pass_statement") {
       // nothing
-    } else if (t == "break_statement") {
-      do_break(s, st);
-    } else if (t == "continue_statement") {
-      do_continue(s, st);
     } else if (t == "import_statement" || t == "import_from_statement") {
       // an import inside the function changes no modelled value
     } else if (t == "while_statement") {
@@ -174,7 +125,7 @@ class PythonTranslator : public Executor {
     } else if (t == "function_definition" || t == "decorated_definition") {
       stop(st, "a nested function");
     } else {
-      stop(st, "a `" + std::string(t) + "`");
+      stop_statement(st);
     }
   }
 
@@ -239,7 +190,7 @@ class PythonTranslator : public Executor {
     s.env[std::string(text(left))] = v;
   }
 
-  void exec_return(TSNode st, State& s) {
+  void exec_return(TSNode st, State& s) override {
     TSNode e = ts_node_named_child(st, 0);
     Expr v;
     if (!ts_node_is_null(e) && type(e) != "none") v = eval(e, s);
@@ -267,7 +218,7 @@ class PythonTranslator : public Executor {
     s.dead = true;
   }
 
-  void exec_if(TSNode st, State& s) {
+  void exec_if(TSNode st, State& s) override {
     std::vector<State> arms;
     TSNode c = field(st, "condition");
     Expr cond = truthy(eval(c, s), c);
@@ -301,7 +252,7 @@ class PythonTranslator : public Executor {
     s = join(std::move(arms), "after the if at line " + std::to_string(line(st)));
   }
 
-  void exec_for(TSNode st, State& s) {
+  void exec_for(TSNode st, State& s) override {
     if (is_open(st)) throw OpenLoop{};
     TSNode left = field(st, "left");
     TSNode right = field(st, "right");
@@ -383,13 +334,7 @@ class PythonTranslator : public Executor {
 
   Expr binary(const std::string& op, const Expr& a, const Expr& b, TSNode n) {
     return guard(n, [&]() -> Expr {
-      if (op == "+") return ir::add(a, b);
-      if (op == "-") return ir::sub(a, b);
-      if (op == "*") return ir::mul(a, b);
-      if (op == "/") return ir::div(a, b);
-      if (op == "//") return ir::floor_div(a, b);
-      if (op == "%") return ir::mod(a, b);
-      if (op == "**") return ir::pow(a, b);
+      if (const BinaryBuilder build = find_builder(kArithmetic, op)) return build(a, b);
       return unsupported(n, a->sort == Sort::Int ? Sort::Int : Sort::Opaque,
                          "the operator `" + op + "` is not modelled");
     });
@@ -497,14 +442,7 @@ class PythonTranslator : public Executor {
       const Expr& a = operands[i];
       const Expr& b = operands[i + 1];
       Expr link = guard(n, [&]() -> Expr {
-        if (op == "<") return ir::lt(a, b);
-        if (op == "<=") return ir::le(a, b);
-        if (op == ">") return ir::gt(a, b);
-        if (op == ">=") return ir::ge(a, b);
-        if (op == "==") return ir::eq(a, b);
-        if (op == "!=") return ir::ne(a, b);
-        if (op == "in") return ir::in(a, b);
-        if (op == "not in") return ir::not_(ir::in(a, b));
+        if (const BinaryBuilder build = comparison_builder(op)) return build(a, b);
         return unsupported(n, Sort::Bool, "the comparison `" + op + "` is not modelled");
       });
       if (link->sort != Sort::Bool) link = unsupported(n, Sort::Bool, "a comparison");
@@ -557,14 +495,7 @@ class PythonTranslator : public Executor {
 
 Translation translate_python(std::string_view source, const solvers::Signature& sig,
                              const TranslateOptions& options) {
-  ast::ParsedFile file("candidate.py", ast::Language::named("python"), std::string(source));
-  if (file.has_errors()) {
-    Translation t;
-    t.unknown = "the code has syntax errors";
-    return t;
-  }
-  PythonTranslator tr(file.source(), sig, options);
-  return tr.run(file.root());
+  return translate_source<PythonTranslator>(source, "candidate.py", "python", sig, options);
 }
 
 }  // namespace vsynth::stages::constraint

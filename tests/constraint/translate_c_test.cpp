@@ -7,6 +7,7 @@
 #include "tests/constraint/util.h"
 
 namespace cs = vsynth::stages::constraint;
+using vsynth::constraint_test::input;
 using vsynth::constraint_test::prove;
 using vsynth::solvers::Verdict;
 
@@ -20,13 +21,6 @@ cs::TaskSpec c_spec(const std::string& signature, std::vector<std::string> requi
   auto s = cs::task_spec(vsynth::graph::Task{"c-test", j}, "");
   REQUIRE(s);
   return *s;
-}
-
-int64_t input(const cs::CandidateProof& p, const std::string& name) {
-  const auto* v = p.counterexample->inputs.find(name);
-  REQUIRE(v != nullptr);
-  REQUIRE(v->integer.has_value());
-  return *v->integer;
 }
 
 }  // namespace

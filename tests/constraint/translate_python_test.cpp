@@ -8,6 +8,7 @@
 #include "tests/constraint/util.h"
 
 namespace cs = vsynth::stages::constraint;
+using vsynth::constraint_test::input;
 using vsynth::constraint_test::prove;
 using vsynth::constraint_test::python_spec;
 using vsynth::solvers::Verdict;
@@ -19,13 +20,6 @@ const cs::TaskSpec& clamp_spec() {
       python_spec("def clamp(x: int, lo: int, hi: int) -> int:", {"lo <= hi"},
                   {"lo <= result <= hi", "x < lo or x > hi or result == x"});
   return s;
-}
-
-int64_t input(const cs::CandidateProof& p, const std::string& name) {
-  const auto* v = p.counterexample->inputs.find(name);
-  REQUIRE(v != nullptr);
-  REQUIRE(v->integer.has_value());
-  return *v->integer;
 }
 
 }  // namespace

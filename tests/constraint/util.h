@@ -1,6 +1,10 @@
-// Helpers for the constraint tests: prove a snippet against a spec in one call.
+// Helpers for the constraint tests: prove a snippet against a spec in one call, read a
+// counterexample's inputs.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +25,14 @@ inline cs::CandidateProof prove(const std::string& code, const cs::TaskSpec& spe
                                 cs::TranslateOptions opt = {}) {
   vsynth::solvers::ContractChecker checker(spec.contract);
   return cs::prove(code, spec, checker, opt);
+}
+
+// The integer the counterexample of `p` gives parameter `name` (fails the test without one).
+inline int64_t input(const cs::CandidateProof& p, const std::string& name) {
+  const auto* v = p.counterexample->inputs.find(name);
+  REQUIRE(v != nullptr);
+  REQUIRE(v->integer.has_value());
+  return *v->integer;
 }
 
 }  // namespace vsynth::constraint_test

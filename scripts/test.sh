@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh Debian machine and runs the whole test suite:
-#   1. scripts/setup.sh (apt packages, default model, tree-sitter grammars)
+#   1. scripts/setup.sh (apt packages, default model, tree-sitter grammars, golden test models)
 #   2. a release build (build/) and every ctest test but the GPU-labelled ones
 #   3. an ASan/UBSan build (build-asan/) and the tests under the sanitizers, but those labelled
 #      `slow` (whole-model golden runs, minutes each even unsanitized; they ran in step 2)

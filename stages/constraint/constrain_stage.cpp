@@ -38,45 +38,21 @@ void prove_item(graph::Item& item, const ProofSettings& settings) {
 
 ConstrainStage::ConstrainStage(ProofSettings settings, int workers, graph::Port ok,
                                std::string name)
-    : settings_(std::move(settings)), ok_(ok), name_(std::move(name)) {
-  for (int i = 0; i < std::max(1, workers); ++i) workers_.emplace_back([this] { worker_loop(); });
-}
-
-ConstrainStage::~ConstrainStage() {
-  {
-    std::lock_guard l(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (std::thread& t : workers_) t.join();
+    : settings_(std::move(settings)),
+      ok_(ok),
+      name_(std::move(name)),
+      workers_(
+          [this](graph::Item& item) {
+            prove_item(item, settings_);
+            return ok_;
+          },
+          "stage `" + name_ + "` (constrain.z3): ",
+          "stage `" + name_ + "` (constrain.z3): unknown exception") {
+  workers_.start(workers);
 }
 
 void ConstrainStage::submit(graph::ItemPtr item, graph::Completion done) {
-  {
-    std::lock_guard l(mu_);
-    queue_.emplace_back(std::move(item), std::move(done));
-  }
-  cv_.notify_one();
-}
-
-void ConstrainStage::worker_loop() {
-  std::unique_lock l(mu_);
-  for (;;) {
-    cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-    if (stop_) return;
-    auto [item, done] = std::move(queue_.front());
-    queue_.pop_front();
-    l.unlock();
-    try {
-      prove_item(*item, settings_);
-      done(ok_);
-    } catch (const std::exception& e) {
-      done.fail("stage `" + name_ + "` (constrain.z3): " + e.what());
-    } catch (...) {
-      done.fail("stage `" + name_ + "` (constrain.z3): unknown exception");
-    }
-    l.lock();
-  }
+  workers_.submit(std::move(item), std::move(done));
 }
 
 graph::Contract constrain_contract() {

@@ -19,18 +19,13 @@
 // wait on Z3.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <utility>
-#include <vector>
 
 #include "graph/stage.h"
 #include "solvers/contract.h"
 #include "stages/constraint/translation.h"
+#include "stages/core/item_workers.h"
 
 namespace vsynth::stages::constraint {
 
@@ -48,20 +43,13 @@ void prove_item(graph::Item& item, const ProofSettings& settings);
 class ConstrainStage : public graph::AsyncStage {
  public:
   ConstrainStage(ProofSettings settings, int workers, graph::Port ok, std::string name);
-  ~ConstrainStage() override;
   void submit(graph::ItemPtr item, graph::Completion done) override;
 
  private:
-  void worker_loop();
-
   ProofSettings settings_;
   graph::Port ok_;
   std::string name_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<graph::ItemPtr, graph::Completion>> queue_;
-  bool stop_ = false;
-  std::vector<std::thread> workers_;
+  core::ItemWorkers workers_;  // last: stops before the members its work uses
 };
 
 graph::Contract constrain_contract();

@@ -38,7 +38,13 @@ GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,
       hooks_(std::move(hooks)),
       settings_(std::move(settings)),
       ok_(ok),
-      name_(std::move(name)) {
+      name_(std::move(name)),
+      workers_(
+          [this](graph::Item& item) {
+            generate(item);
+            return ok_;
+          },
+          "", "generate.llm: unknown exception") {
   settings_.decode.sampler.validate();
   settings_.prompt.chat_model = model_->chat_tuned();
   const int32_t ctx = model_->model().options().context_length;
@@ -48,45 +54,11 @@ GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,
                                 " leaves no room for a prompt in the model's context_length " +
                                 std::to_string(ctx));
   }
-  for (int i = 0; i < std::max(1, workers); ++i) workers_.emplace_back([this] { worker_loop(); });
-}
-
-GenerateStage::~GenerateStage() {
-  {
-    std::lock_guard l(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (std::thread& t : workers_) t.join();
-  // Items still queued are dropped with their Completion: the graph fails them.
+  workers_.start(workers);
 }
 
 void GenerateStage::submit(graph::ItemPtr item, graph::Completion done) {
-  {
-    std::lock_guard l(mu_);
-    queue_.emplace_back(std::move(item), std::move(done));
-  }
-  cv_.notify_one();
-}
-
-void GenerateStage::worker_loop() {
-  std::unique_lock l(mu_);
-  while (true) {
-    cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-    if (stop_) return;
-    auto [item, done] = std::move(queue_.front());
-    queue_.pop_front();
-    l.unlock();
-    try {
-      generate(*item);
-      done(ok_);
-    } catch (const std::exception& e) {
-      done.fail(e.what());
-    } catch (...) {
-      done.fail("generate.llm: unknown exception");
-    }
-    l.lock();
-  }
+  workers_.submit(std::move(item), std::move(done));
 }
 
 double GenerateStage::temperature_for(int attempt) const {

@@ -21,17 +21,13 @@
 // `context` (its text, see prompt.h). Ports: `ok`.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include "graph/stage.h"
 #include "kernels/sampler/generator.h"
+#include "stages/core/item_workers.h"
 #include "stages/generation/hook.h"
 #include "stages/generation/model_resource.h"
 #include "stages/generation/prompt.h"
@@ -53,7 +49,6 @@ class GenerateStage : public graph::AsyncStage {
   GenerateStage(std::shared_ptr<ModelResource> model,
                 std::vector<std::shared_ptr<DecodingHook>> hooks, GenerateSettings settings,
                 int workers, graph::Port ok, std::string name);
-  ~GenerateStage() override;
 
   void submit(graph::ItemPtr item, graph::Completion done) override;
 
@@ -64,19 +59,12 @@ class GenerateStage : public graph::AsyncStage {
   double temperature_for(int attempt) const;
 
  private:
-  void worker_loop();
-
   std::shared_ptr<ModelResource> model_;
   std::vector<std::shared_ptr<DecodingHook>> hooks_;
   GenerateSettings settings_;
   graph::Port ok_;
   std::string name_;
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<graph::ItemPtr, graph::Completion>> queue_;
-  bool stop_ = false;
-  std::vector<std::thread> workers_;
+  core::ItemWorkers workers_;  // last: stops before the members its work uses
 };
 
 std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ctx);

@@ -64,39 +64,13 @@ const fs::path& tiny_model() {
 }
 
 // Lets the model write only the two lines.
-class TwoLines : public vsynth::kernels::MaskHook {
- public:
-  explicit TwoLines(std::vector<TokenId> ids) : ids_(std::move(ids)) {}
-  void before_sample(const vsynth::kernels::DecodeView&,
-                     vsynth::kernels::TokenMask& mask) override {
-    mask.allow_only(ids_);
-  }
-
- private:
-  std::vector<TokenId> ids_;
-};
 class TwoLinesResource : public gen::DecodingHook {
  public:
   std::unique_ptr<vsynth::kernels::MaskHook> make(graph::Item&,
                                                   const gen::HookContext& ctx) override {
-    return std::make_unique<TwoLines>(
+    return std::make_unique<vsynth::gentest::AllowOnly>(
         std::vector<TokenId>{*ctx.tokenizer.find(spm(kBad)), *ctx.tokenizer.find(spm(kGood))});
   }
-};
-
-class TaskSource : public graph::Source {
- public:
-  explicit TaskSource(std::vector<nlohmann::json> tasks) {
-    for (auto& t : tasks) tasks_.push_back({t["task_id"].get<std::string>(), t});
-  }
-  std::optional<graph::Task> next() override {
-    if (i_ >= tasks_.size()) return std::nullopt;
-    return tasks_[i_++];
-  }
-
- private:
-  std::vector<graph::Task> tasks_;
-  std::size_t i_ = 0;
 };
 
 std::vector<nlohmann::json> run(const std::string& yaml, std::vector<nlohmann::json> tasks) {
@@ -105,7 +79,7 @@ std::vector<nlohmann::json> run(const std::string& yaml, std::vector<nlohmann::j
       {"hook.two_lines", "hook", "test: two lines", {}},
       [](const graph::ResourceContext&) { return std::make_shared<TwoLinesResource>(); });
   graph::Pipeline p(vsynth::test::load_text(yaml, reg), reg);
-  TaskSource src(std::move(tasks));
+  vsynth::test::JsonTaskSource src(std::move(tasks));
   vsynth::test::VectorSink sink;
   graph::RunControl control;
   const graph::RunResult r = p.run(src, sink, control);

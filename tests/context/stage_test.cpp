@@ -14,21 +14,6 @@ namespace graph = vsynth::graph;
 
 namespace {
 
-class TaskSource : public graph::Source {
- public:
-  explicit TaskSource(std::vector<nlohmann::json> tasks) {
-    for (auto& t : tasks) tasks_.push_back({t["id"].get<std::string>(), t});
-  }
-  std::optional<graph::Task> next() override {
-    if (i_ >= tasks_.size()) return std::nullopt;
-    return tasks_[i_++];
-  }
-
- private:
-  std::vector<graph::Task> tasks_;
-  std::size_t i_ = 0;
-};
-
 std::string read(const std::string& rel) {
   std::ifstream in(std::string(VSYNTH_SOURCE_DIR) + "/" + rel);
   std::stringstream b;
@@ -37,7 +22,7 @@ std::string read(const std::string& rel) {
 }
 
 std::vector<nlohmann::json> run(graph::Pipeline& p, std::vector<nlohmann::json> tasks) {
-  TaskSource src(std::move(tasks));
+  vsynth::test::JsonTaskSource src(std::move(tasks), "id");
   vsynth::test::VectorSink sink;
   graph::RunControl control;
   p.run(src, sink, control);
@@ -153,7 +138,7 @@ TEST_CASE("the facet a generation stage reads: text, prefix and suffix in the ar
       {"path", "a.rs"},
       {"source", "fn a() -> i32 {\n    1\n}\n\nfn b() -> i32 {\n    2\n}\n"},
       {"cursor", {{"line", 6}, {"column", 5}}}};
-  TaskSource src(std::vector<nlohmann::json>{task});
+  vsynth::test::JsonTaskSource src(std::vector<nlohmann::json>{task}, "id");
   vsynth::test::VectorSink sink;
   std::string prefix, suffix, text;
   sink.on_write = [&](const graph::Item& item) {

@@ -15,6 +15,7 @@
 
 #include "kernels/engine.h"
 #include "kernels/gguf/writer.h"
+#include "kernels/sampler/mask_hook.h"
 #include "kernels/tokenizer/tokenizer.h"
 
 namespace vsynth::gentest {
@@ -52,6 +53,18 @@ inline kernels::Vocab spm_vocab(const std::vector<std::string>& pieces,
 inline TokenId byte_token(unsigned char b) {
   return 3 + b;
 }
+
+// A decoding hook that allows only the listed tokens at every step (TokenMask::allow_only).
+class AllowOnly : public kernels::MaskHook {
+ public:
+  explicit AllowOnly(std::vector<TokenId> allowed) : allowed_(std::move(allowed)) {}
+  void before_sample(const kernels::DecodeView&, kernels::TokenMask& mask) override {
+    mask.allow_only(allowed_);
+  }
+
+ private:
+  std::vector<TokenId> allowed_;
+};
 
 // A pretend decoder: after token t the next-token logits put 10 on prefer(position, t), 5 on
 // the id after it (mod vocab), 0 elsewhere, so greedy decoding follows `prefer` and a ban of

@@ -57,22 +57,6 @@ const fs::path& tiny_model(bool chat = true) {
   return chat ? chat_path : base_path;
 }
 
-class TaskSource : public graph::Source {
- public:
-  explicit TaskSource(std::vector<nlohmann::json> tasks) {
-    for (auto& t : tasks) tasks_.push_back({t["task_id"].get<std::string>(), t});
-  }
-  std::optional<graph::Task> next() override {
-    if (i_ >= tasks_.size()) return std::nullopt;
-    return tasks_[i_++];
-  }
-  std::optional<std::size_t> total() const override { return tasks_.size(); }
-
- private:
-  std::vector<graph::Task> tasks_;
-  std::size_t i_ = 0;
-};
-
 nlohmann::json humaneval_task(int i) {
   return {{"task_id", "he/" + std::to_string(i)},
           {"prompt", "def add" + std::to_string(i) + "(a, b):\n    \"\"\"Add.\"\"\"\n"},
@@ -91,7 +75,7 @@ struct Run {
 
 Run run(const std::string& yaml, std::vector<nlohmann::json> tasks, const graph::Registry& reg) {
   graph::Pipeline p(vsynth::test::load_text(yaml, reg), reg);
-  TaskSource src(std::move(tasks));
+  vsynth::test::JsonTaskSource src(std::move(tasks));
   vsynth::test::VectorSink sink;
   graph::RunControl control;
   Run r;
@@ -104,13 +88,9 @@ Run run(const std::string& yaml, std::vector<nlohmann::json> tasks, const graph:
 
 // hook.allow_pieces: a test hook that allows only the listed pieces (plus EOG) and rolls back
 // once, at generated position 3, banning what it had accepted at position 1.
-class AllowHook : public vsynth::kernels::MaskHook {
+class AllowHook : public vsynth::gentest::AllowOnly {
  public:
-  explicit AllowHook(std::vector<TokenId> allowed) : allowed_(std::move(allowed)) {}
-  void before_sample(const vsynth::kernels::DecodeView&,
-                     vsynth::kernels::TokenMask& mask) override {
-    mask.allow_only(allowed_);
-  }
+  using AllowOnly::AllowOnly;
   vsynth::kernels::HookVerdict after_sample(const vsynth::kernels::DecodeView& v, TokenId,
                                             std::string_view) override {
     if (v.generated.size() == 3 && !rolled_) {
@@ -121,7 +101,6 @@ class AllowHook : public vsynth::kernels::MaskHook {
   }
 
  private:
-  std::vector<TokenId> allowed_;
   bool rolled_ = false;
 };
 

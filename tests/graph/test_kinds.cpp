@@ -307,6 +307,15 @@ std::optional<Task> VectorSource::next() {
   return tasks_[i];
 }
 
+JsonTaskSource::JsonTaskSource(std::vector<nlohmann::json> tasks, const std::string& id_field) {
+  for (auto& t : tasks) tasks_.push_back({t[id_field].get<std::string>(), t});
+}
+
+std::optional<Task> JsonTaskSource::next() {
+  if (next_ >= tasks_.size()) return std::nullopt;
+  return tasks_[next_++];
+}
+
 void VectorSink::write(const Item& item) {
   records.push_back(item.to_record());
   ids.push_back(item.id());

@@ -36,6 +36,19 @@ class VectorSource : public graph::Source {
   std::vector<graph::Task> tasks_;
 };
 
+// Tasks given as JSON objects, each with its id in the field `id_field`.
+class JsonTaskSource : public graph::Source {
+ public:
+  explicit JsonTaskSource(std::vector<nlohmann::json> tasks,
+                          const std::string& id_field = "task_id");
+  std::optional<graph::Task> next() override;
+  std::optional<std::size_t> total() const override { return tasks_.size(); }
+
+ private:
+  std::vector<graph::Task> tasks_;
+  std::size_t next_ = 0;
+};
+
 class VectorSink : public graph::Sink {
  public:
   void write(const graph::Item& item) override;

@@ -63,12 +63,18 @@ void scores_i8_scalar(const float* Q, int R, size_t ldq, const int8_t* K, int T,
   }
 }
 
+// ps[j] = P[r][j] * vscale[j]: row r of the probabilities with V's per-token scales folded in.
+inline void scaled_probabilities(const float* P, size_t ldp, int r, const float* vscale, int T,
+                                 float* ps) {
+  for (int j = 0; j < T; ++j)
+    ps[j] = P[static_cast<size_t>(r) * ldp + static_cast<size_t>(j)] * vscale[j];
+}
+
 void accumulate_i8_scalar(float* A, int R, size_t lda, const float* P, size_t ldp, const int8_t* V,
                           int T, size_t ldv, const float* vscale, int d, float* ps) {
   for (int r = 0; r < R; ++r) {
     float* a = A + static_cast<size_t>(r) * lda;
-    for (int j = 0; j < T; ++j)
-      ps[j] = P[static_cast<size_t>(r) * ldp + static_cast<size_t>(j)] * vscale[j];
+    scaled_probabilities(P, ldp, r, vscale, T, ps);
     for (int j = 0; j < T; ++j) {
       if (ps[j] == 0.0f) continue;
       const int8_t* v = V + static_cast<size_t>(j) * ldv;
@@ -191,6 +197,59 @@ VSYNTH_AVX2 inline __m256 exp256(__m256 x) {
   return _mm256_andnot_ps(zero_mask, r);
 }
 
+// Eight lanes of a key or value row as floats: fp32 as is, int8 converted (the scales are
+// folded in elsewhere).
+VSYNTH_AVX2 inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+VSYNTH_AVX2 inline __m256 load8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
+// S[r + i][j] = q_i . K[j] for the four query rows q_i = q0 + i * ldq and the T key rows of K
+// (d a multiple of 8): each key vector is loaded once for four FMAs.
+template <class E>
+VSYNTH_AVX2 inline void scores_4rows(const float* q0, size_t ldq, const E* K, int T, size_t ldk,
+                                     int d, float* S, size_t lds) {
+  const float* q1 = q0 + ldq;
+  const float* q2 = q1 + ldq;
+  const float* q3 = q2 + ldq;
+  for (int j = 0; j < T; ++j) {
+    const E* k = K + static_cast<size_t>(j) * ldk;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (int c = 0; c < d; c += 8) {
+      const __m256 kv = load8(k + c);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c), kv, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + c), kv, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + c), kv, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + c), kv, a3);
+    }
+    float* s = S + static_cast<size_t>(j);
+    s[0] = hsum(a0);
+    s[lds] = hsum(a1);
+    s[2 * lds] = hsum(a2);
+    s[3 * lds] = hsum(a3);
+  }
+}
+
+// a[c .. c + 64) += sum_j p[j] * V[j][c .. c + 64), skipping zero weights: eight accumulators
+// stay in registers across the T value rows.
+template <class E>
+VSYNTH_AVX2 inline void accumulate_64cols(float* a, const float* p, const E* V, int T, size_t ldv,
+                                          int c) {
+  __m256 acc[8];
+  for (int i = 0; i < 8; ++i) acc[i] = _mm256_loadu_ps(a + c + 8 * i);
+  for (int j = 0; j < T; ++j) {
+    if (p[j] == 0.0f) continue;
+    const __m256 pj = _mm256_set1_ps(p[j]);
+    const E* v = V + static_cast<size_t>(j) * ldv + c;
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(pj, load8(v + 8 * i), acc[i]);
+  }
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(a + c + 8 * i, acc[i]);
+}
+
 VSYNTH_AVX2 void scores_avx2(const float* Q, int R, size_t ldq, const float* K, int T, size_t ldk,
                              int d, float* S, size_t lds) {
   if (d % 8 != 0) {
@@ -198,29 +257,9 @@ VSYNTH_AVX2 void scores_avx2(const float* Q, int R, size_t ldq, const float* K, 
     return;
   }
   int r = 0;
-  // Four query rows per key row: each key vector is loaded once for four FMAs.
   for (; r + 4 <= R; r += 4) {
-    const float* q0 = Q + static_cast<size_t>(r) * ldq;
-    const float* q1 = q0 + ldq;
-    const float* q2 = q1 + ldq;
-    const float* q3 = q2 + ldq;
-    for (int j = 0; j < T; ++j) {
-      const float* k = K + static_cast<size_t>(j) * ldk;
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-      __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-      for (int c = 0; c < d; c += 8) {
-        const __m256 kv = _mm256_loadu_ps(k + c);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c), kv, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + c), kv, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + c), kv, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + c), kv, a3);
-      }
-      float* s = S + static_cast<size_t>(r) * lds + static_cast<size_t>(j);
-      s[0] = hsum(a0);
-      s[lds] = hsum(a1);
-      s[2 * lds] = hsum(a2);
-      s[3 * lds] = hsum(a3);
-    }
+    scores_4rows(Q + static_cast<size_t>(r) * ldq, ldq, K, T, ldk, d,
+                 S + static_cast<size_t>(r) * lds, lds);
   }
   for (; r < R; ++r) {
     const float* q = Q + static_cast<size_t>(r) * ldq;
@@ -249,19 +288,7 @@ VSYNTH_AVX2 void accumulate_avx2(float* A, int R, size_t lda, const float* P, si
     float* a = A + static_cast<size_t>(r) * lda;
     const float* p = P + static_cast<size_t>(r) * ldp;
     int c = 0;
-    // 64 output columns at a time: eight accumulators stay in registers across the keys.
-    for (; c + 64 <= d; c += 64) {
-      __m256 acc[8];
-      for (int i = 0; i < 8; ++i) acc[i] = _mm256_loadu_ps(a + c + 8 * i);
-      for (int j = 0; j < T; ++j) {
-        if (p[j] == 0.0f) continue;
-        const __m256 pj = _mm256_set1_ps(p[j]);
-        const float* v = V + static_cast<size_t>(j) * ldv + c;
-        for (int i = 0; i < 8; ++i)
-          acc[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * i), acc[i]);
-      }
-      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(a + c + 8 * i, acc[i]);
-    }
+    for (; c + 64 <= d; c += 64) accumulate_64cols(a, p, V, T, ldv, c);
     for (; c < d; c += 8) {
       __m256 acc = _mm256_loadu_ps(a + c);
       for (int j = 0; j < T; ++j) {
@@ -271,11 +298,6 @@ VSYNTH_AVX2 void accumulate_avx2(float* A, int R, size_t lda, const float* P, si
       _mm256_storeu_ps(a + c, acc);
     }
   }
-}
-
-VSYNTH_AVX2 inline __m256 load_i8(const int8_t* p) {
-  return _mm256_cvtepi32_ps(
-      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
 VSYNTH_AVX2 void scores_i8_avx2(const float* Q, int R, size_t ldq, const int8_t* K, int T,
@@ -294,32 +316,15 @@ VSYNTH_AVX2 void scores_i8_avx2(const float* Q, int R, size_t ldq, const int8_t*
   }
   int r = 0;
   for (; r + 4 <= R; r += 4) {
-    const float* q0 = qs + static_cast<size_t>(r) * d;
-    for (int j = 0; j < T; ++j) {
-      const int8_t* k = K + static_cast<size_t>(j) * ldk;
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-      __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-      for (int c = 0; c < d; c += 8) {
-        const __m256 kv = load_i8(k + c);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c), kv, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + d + c), kv, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + 2 * d + c), kv, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + 3 * d + c), kv, a3);
-      }
-      float* s = S + static_cast<size_t>(r) * lds + static_cast<size_t>(j);
-      s[0] = hsum(a0);
-      s[lds] = hsum(a1);
-      s[2 * lds] = hsum(a2);
-      s[3 * lds] = hsum(a3);
-    }
+    scores_4rows(qs + static_cast<size_t>(r) * d, static_cast<size_t>(d), K, T, ldk, d,
+                 S + static_cast<size_t>(r) * lds, lds);
   }
   for (; r < R; ++r) {
     const float* q = qs + static_cast<size_t>(r) * d;
     for (int j = 0; j < T; ++j) {
       const int8_t* k = K + static_cast<size_t>(j) * ldk;
       __m256 a0 = _mm256_setzero_ps();
-      for (int c = 0; c < d; c += 8)
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), load_i8(k + c), a0);
+      for (int c = 0; c < d; c += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), load8(k + c), a0);
       S[static_cast<size_t>(r) * lds + static_cast<size_t>(j)] = hsum(a0);
     }
   }
@@ -334,19 +339,8 @@ VSYNTH_AVX2 void accumulate_i8_avx2(float* A, int R, size_t lda, const float* P,
   }
   for (int r = 0; r < R; ++r) {
     float* a = A + static_cast<size_t>(r) * lda;
-    for (int j = 0; j < T; ++j)
-      ps[j] = P[static_cast<size_t>(r) * ldp + static_cast<size_t>(j)] * vscale[j];
-    for (int c = 0; c < d; c += 64) {
-      __m256 acc[8];
-      for (int i = 0; i < 8; ++i) acc[i] = _mm256_loadu_ps(a + c + 8 * i);
-      for (int j = 0; j < T; ++j) {
-        if (ps[j] == 0.0f) continue;
-        const __m256 pj = _mm256_set1_ps(ps[j]);
-        const int8_t* v = V + static_cast<size_t>(j) * ldv + c;
-        for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(pj, load_i8(v + 8 * i), acc[i]);
-      }
-      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(a + c + 8 * i, acc[i]);
-    }
+    scaled_probabilities(P, ldp, r, vscale, T, ps);
+    for (int c = 0; c < d; c += 64) accumulate_64cols(a, ps, V, T, ldv, c);
   }
 }
 
@@ -371,9 +365,7 @@ VSYNTH_AVX2 void i8_to_f32_avx2(const int8_t* x, const float* per, float s, floa
   int i = 0;
   const __m256 sv = _mm256_set1_ps(s);
   for (; i + 8 <= n; i += 8) {
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + i));
-    const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
-    _mm256_storeu_ps(y + i, _mm256_mul_ps(f, per ? _mm256_loadu_ps(per + i) : sv));
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(load8(x + i), per ? _mm256_loadu_ps(per + i) : sv));
   }
   for (; i < n; ++i) y[i] = static_cast<float>(x[i]) * (per ? per[i] : s);
 }

@@ -14,7 +14,6 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,7 @@
 #include "tests/cuda/synthetic_model.h"
 
 using namespace vsynth::kernels;
+using vsynth::kernels::test::random_tokens;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -48,14 +48,6 @@ double measure_d2d_gbps() {
   e1.record(s.get());
   e1.synchronize();
   return 2.0 * static_cast<double>(n) * reps / (e1.elapsed_ms_since(e0) * 1e-3) / 1e9;
-}
-
-std::vector<TokenId> random_tokens(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<TokenId> d(4, vocab - 1);
-  std::vector<TokenId> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
 }
 
 struct Row {

@@ -12,17 +12,10 @@
 
 namespace vsynth::kernels::cuda {
 
+using kernels::test::random_tokens;
 using test::have_gpu;
 
 namespace {
-
-std::vector<TokenId> random_tokens(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<TokenId> d(4, vocab - 1);
-  std::vector<TokenId> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
-}
 
 struct Agreement {
   size_t rows = 0, top1 = 0;

@@ -8,12 +8,15 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kernels/gguf/writer.h"
 #include "kernels/quant/quantize.h"
+#include "kernels/tokenizer/vocab.h"
+#include "tests/kernels/decoder_gguf.h"
 
 namespace vsynth::kernels::test {
 
@@ -54,31 +57,7 @@ inline std::filesystem::path write_synthetic_model(const SyntheticSpec& s,
                                                    const std::filesystem::path& path) {
   GgufWriter w;
   const std::string a = s.arch;
-  w.add("general.architecture", a);
-  w.add(a + ".context_length", uint32_t{32768});
-  w.add(a + ".embedding_length", static_cast<uint32_t>(s.d));
-  w.add(a + ".block_count", static_cast<uint32_t>(s.layers));
-  w.add(a + ".feed_forward_length", static_cast<uint32_t>(s.ffn));
-  w.add(a + ".attention.head_count", static_cast<uint32_t>(s.heads));
-  w.add(a + ".attention.head_count_kv", static_cast<uint32_t>(s.kv_heads));
-  w.add(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
-  w.add(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
-  w.add(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
-  w.add(a + ".rope.freq_base", a == "gemma3" ? 1e6f : 10000.0f);
-  if (a == "gemma3") w.add(a + ".attention.sliding_window", s.window);
-  std::vector<std::string> toks = {"<pad>", "<eos>", "<bos>", "<unk>"};
-  for (int i = 4; i < s.vocab; ++i) toks.push_back("t" + std::to_string(i));
-  std::vector<float> scores(toks.size(), 0.0f);
-  std::vector<int32_t> types(toks.size(), 1);
-  types[0] = types[1] = types[2] = 3;
-  types[3] = 2;
-  w.add("tokenizer.ggml.model", "llama");
-  w.add_array("tokenizer.ggml.tokens", toks);
-  w.add_array("tokenizer.ggml.scores", scores);
-  w.add_array("tokenizer.ggml.token_type", types);
-  w.add("tokenizer.ggml.bos_token_id", uint32_t{2});
-  w.add("tokenizer.ggml.eos_token_id", uint32_t{1});
-  w.add("tokenizer.ggml.unknown_token_id", uint32_t{3});
+  add_decoder_metadata(w, s, 32768, a == "gemma3" ? 1e6f : 10000.0f);
 
   uint32_t tensor_seed = s.seed;
   // Rows of `in` values uniform in offset +- scale, quantized to `type`, rows split over cores.
@@ -95,12 +74,7 @@ inline std::filesystem::path write_synthetic_model(const SyntheticSpec& s,
         std::vector<float> row(static_cast<size_t>(in));
         for (int64_t r = t; r < out; r += nt) {
           uint32_t x = seed ^ static_cast<uint32_t>(r * 0x9E3779B9u);
-          for (auto& f : row) {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            f = offset + scale * (static_cast<float>(x >> 8) / static_cast<float>(1u << 23) - 1.0f);
-          }
+          for (auto& f : row) f = offset + scale * next_uniform(x);
           quantize_row(type, row.data(), in, bytes.data() + static_cast<size_t>(r) * rb);
         }
       });
@@ -141,6 +115,15 @@ inline std::filesystem::path write_synthetic_model(const SyntheticSpec& s,
   w.write(tmp);
   std::filesystem::rename(tmp, path);
   return path;
+}
+
+// Prompt tokens for the benchmarks and tests: n ids uniform in [4, vocab), past the specials.
+inline std::vector<TokenId> random_tokens(int n, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<TokenId> d(4, vocab - 1);
+  std::vector<TokenId> t(static_cast<size_t>(n));
+  for (auto& x : t) x = d(rng);
+  return t;
 }
 
 // The file under `dir`, written once per spec (kept between runs of the same build).

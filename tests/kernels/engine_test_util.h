@@ -183,6 +183,7 @@ inline LogitsComparison run_golden(Model& model, const LogitsGolden& g, int32_t 
 }  // namespace vsynth::kernels::test
 
 #include "kernels/gguf/writer.h"
+#include "tests/kernels/decoder_gguf.h"
 
 namespace vsynth::kernels::test {
 
@@ -200,39 +201,9 @@ struct TinySpec {
 inline std::filesystem::path write_tiny_model(const TinySpec& s, const std::string& file) {
   GgufWriter w;
   const std::string a = s.arch;
-  w.add("general.architecture", a);
-  w.add(a + ".context_length", uint32_t{4096});
-  w.add(a + ".embedding_length", static_cast<uint32_t>(s.d));
-  w.add(a + ".block_count", static_cast<uint32_t>(s.layers));
-  w.add(a + ".feed_forward_length", static_cast<uint32_t>(s.ffn));
-  w.add(a + ".attention.head_count", static_cast<uint32_t>(s.heads));
-  w.add(a + ".attention.head_count_kv", static_cast<uint32_t>(s.kv_heads));
-  w.add(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
-  w.add(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
-  w.add(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
-  w.add(a + ".rope.freq_base", 1e6f);
-  if (a == "gemma3") w.add(a + ".attention.sliding_window", s.window);
-  std::vector<std::string> toks = {"<pad>", "<eos>", "<bos>", "<unk>"};
-  for (int i = 4; i < s.vocab; ++i) toks.push_back("t" + std::to_string(i));
-  std::vector<float> scores(toks.size(), 0.0f);
-  std::vector<int32_t> types(toks.size(), 1);
-  types[0] = types[1] = types[2] = 3;
-  types[3] = 2;
-  w.add("tokenizer.ggml.model", "llama");
-  w.add_array("tokenizer.ggml.tokens", toks);
-  w.add_array("tokenizer.ggml.scores", scores);
-  w.add_array("tokenizer.ggml.token_type", types);
-  w.add("tokenizer.ggml.bos_token_id", uint32_t{2});
-  w.add("tokenizer.ggml.eos_token_id", uint32_t{1});
-  w.add("tokenizer.ggml.unknown_token_id", uint32_t{3});
+  add_decoder_metadata(w, s, 4096, 1e6f);
 
   uint32_t x = s.seed * 2654435761u + 12345u;
-  const auto rnd = [&] {  // uniform in [-1, 1)
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return static_cast<float>(x >> 8) / static_cast<float>(1u << 23) - 1.0f;
-  };
   const auto add = [&](const std::string& name, std::vector<uint64_t> ne, float scale,
                        float offset = 0.0f) {
     if (std::find(s.skip.begin(), s.skip.end(), name) != s.skip.end()) return;
@@ -242,7 +213,7 @@ inline std::filesystem::path write_tiny_model(const TinySpec& s, const std::stri
     uint64_t count = 1;
     for (uint64_t e : ne) count *= e;
     std::vector<float> v(count);
-    for (auto& f : v) f = offset + scale * rnd();
+    for (auto& f : v) f = offset + scale * next_uniform(x);
     w.add_tensor(name, DType::F32, ne, std::as_bytes(std::span<const float>(v.data(), v.size())));
   };
   const uint64_t d = static_cast<uint64_t>(s.d), ff = static_cast<uint64_t>(s.ffn);

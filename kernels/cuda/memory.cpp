@@ -88,7 +88,7 @@ std::string DeviceArena::report() const {
   return s + mib(used_) + " of " + mib(capacity_) + " used";
 }
 
-DeviceBuffer::DeviceBuffer(size_t bytes, const char* purpose) : n_(bytes) {
+DeviceBuffer::DeviceBuffer(size_t bytes, const char* purpose) : OwnedBytes(bytes) {
   if (bytes == 0) return;
   const cudaError_t err = cudaMalloc(&p_, bytes);
   if (err != cudaSuccess) {
@@ -97,17 +97,6 @@ DeviceBuffer::DeviceBuffer(size_t bytes, const char* purpose) : n_(bytes) {
     throw CudaError(std::string("cannot allocate ") + mib(bytes) + " of device memory for " +
                     purpose + ": " + cudaGetErrorName(err));
   }
-}
-DeviceBuffer::~DeviceBuffer() {
-  if (p_ != nullptr) cudaFree(p_);
-}
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (p_ != nullptr) cudaFree(p_);
-    p_ = std::exchange(o.p_, nullptr);
-    n_ = std::exchange(o.n_, 0);
-  }
-  return *this;
 }
 
 Stream::Stream() {
@@ -138,19 +127,8 @@ float Event::elapsed_ms_since(const Event& start) const {
   return ms;
 }
 
-PinnedBuffer::PinnedBuffer(size_t bytes) : n_(bytes) {
+PinnedBuffer::PinnedBuffer(size_t bytes) : OwnedBytes(bytes) {
   if (bytes > 0) VSYNTH_CUDA_CHECK(cudaMallocHost(&p_, bytes));
-}
-PinnedBuffer::~PinnedBuffer() {
-  if (p_ != nullptr) cudaFreeHost(p_);
-}
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
-  if (this != &o) {
-    if (p_ != nullptr) cudaFreeHost(p_);
-    p_ = std::exchange(o.p_, nullptr);
-    n_ = std::exchange(o.n_, 0);
-  }
-  return *this;
 }
 
 GraphExec::~GraphExec() {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 namespace vsynth::kernels::cuda {
 
@@ -55,20 +56,27 @@ class DeviceArena {
   std::map<std::string, size_t> by_purpose_;
 };
 
-// One cudaMalloc'd buffer (per-sequence block tables and logits: allocated when a sequence is
-// made, freed with it).
-class DeviceBuffer {
+// `n_` bytes at `p_` owned alone (moved, never copied) and given back with Free: what
+// DeviceBuffer (cudaFree) and PinnedBuffer (cudaFreeHost) share; they allocate.
+template <cudaError_t (*Free)(void*)>
+class OwnedBytes {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(size_t bytes, const char* purpose);
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) {
-    o.p_ = nullptr;
-    o.n_ = 0;
+  OwnedBytes() = default;
+  ~OwnedBytes() {
+    if (p_ != nullptr) Free(p_);
   }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  OwnedBytes(OwnedBytes&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  OwnedBytes& operator=(OwnedBytes&& o) noexcept {
+    if (this != &o) {
+      if (p_ != nullptr) Free(p_);
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  OwnedBytes(const OwnedBytes&) = delete;
+  OwnedBytes& operator=(const OwnedBytes&) = delete;
   void* data() const { return p_; }
   template <typename T>
   T* as() const {
@@ -76,9 +84,18 @@ class DeviceBuffer {
   }
   size_t size() const { return n_; }
 
- private:
+ protected:
+  explicit OwnedBytes(size_t bytes) : n_(bytes) {}
   void* p_ = nullptr;
   size_t n_ = 0;
+};
+
+// One cudaMalloc'd buffer (per-sequence block tables and logits: allocated when a sequence is
+// made, freed with it).
+class DeviceBuffer : public OwnedBytes<cudaFree> {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(size_t bytes, const char* purpose);
 };
 
 class Stream {
@@ -112,28 +129,10 @@ class Event {
   cudaEvent_t e_ = nullptr;
 };
 
-class PinnedBuffer {
+class PinnedBuffer : public OwnedBytes<cudaFreeHost> {
  public:
   PinnedBuffer() = default;
   explicit PinnedBuffer(size_t bytes);
-  ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer&& o) noexcept : p_(o.p_), n_(o.n_) {
-    o.p_ = nullptr;
-    o.n_ = 0;
-  }
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void* data() const { return p_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(p_);
-  }
-  size_t size() const { return n_; }
-
- private:
-  void* p_ = nullptr;
-  size_t n_ = 0;
 };
 
 class GraphExec {

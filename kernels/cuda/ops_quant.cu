@@ -45,40 +45,56 @@ __global__ void quantize_q8_kernel(const float* __restrict__ x, int64_t n_groups
   }
 }
 
-template <QT T, int NC>
+// GEMV: one warp per weight row (kGemvWarps rows per block of 128 threads), NC input columns at
+// once: y[c][row] = W[row] . x[c]. `Dot` is the weight type's inner loop: Dot::row<NC>(wr, width,
+// x, lane, acc) adds this lane's share of the row `wr` times each column to acc[c]; `width` and
+// the activation type Dot::X are the type's (32-groups and Q8 blocks, or columns and floats).
+template <typename Dot, int NC>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    gemv_q_kernel(const uint8_t* __restrict__ W, size_t row_bytes, int64_t rows, int n_groups,
-                  const BlockQ8* __restrict__ xq, float* __restrict__ y) {
+    gemv_kernel(const uint8_t* __restrict__ W, size_t row_bytes, int64_t rows,
+                typename Dot::Width width, const typename Dot::X* __restrict__ x,
+                float* __restrict__ y) {
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
   if (row >= rows) return;
-  const uint8_t* wr = W + static_cast<size_t>(row) * row_bytes;
   float acc[NC];
 #pragma unroll
   for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
-  // Four lanes share a group (one 8-element part each), so a warp reads 8 groups side by side.
-  for (int it = lane; it < n_groups * 4; it += 32) {
-    const int g = it >> 2;
-    const Part r = dev::unpack<T>(wr, g, it & 3);
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      const BlockQ8* a = xq + static_cast<size_t>(c) * n_groups + g;
-      const int a0 = *reinterpret_cast<const int*>(a->qs + r.o0);
-      const int a1 = *reinterpret_cast<const int*>(a->qs + r.o1);
-      float v = r.scale * static_cast<float>(__dp4a(r.q0, a0, __dp4a(r.q1, a1, 0)));
-      if constexpr (T != QT::Q8_0) {
-        const int asum = __dp4a(0x01010101, a0, __dp4a(0x01010101, a1, 0));
-        v -= r.coef * static_cast<float>(asum);
-      }
-      acc[c] += a->d * v;
-    }
-  }
+  Dot::template row<NC>(W + static_cast<size_t>(row) * row_bytes, width, x, lane, acc);
 #pragma unroll
   for (int c = 0; c < NC; ++c) {
     const float t = dev::warp_sum(acc[c]);
     if (lane == 0) y[static_cast<size_t>(c) * rows + row] = t;
   }
 }
+
+// Quantized weights against Q8 activations, in integers (dp4a), one float FMA per part.
+template <QT T>
+struct QuantDot {
+  using Width = int;  // 32-element groups per row
+  using X = BlockQ8;
+  template <int NC>
+  static __device__ __forceinline__ void row(const uint8_t* wr, int n_groups, const BlockQ8* xq,
+                                             int lane, float (&acc)[NC]) {
+    // Four lanes share a group (one 8-element part each), so a warp reads 8 groups side by side.
+    for (int it = lane; it < n_groups * 4; it += 32) {
+      const int g = it >> 2;
+      const Part r = dev::unpack<T>(wr, g, it & 3);
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const BlockQ8* a = xq + static_cast<size_t>(c) * n_groups + g;
+        const int a0 = *reinterpret_cast<const int*>(a->qs + r.o0);
+        const int a1 = *reinterpret_cast<const int*>(a->qs + r.o1);
+        float v = r.scale * static_cast<float>(__dp4a(r.q0, a0, __dp4a(r.q1, a1, 0)));
+        if constexpr (T != QT::Q8_0) {
+          const int asum = __dp4a(0x01010101, a0, __dp4a(0x01010101, a1, 0));
+          v -= r.coef * static_cast<float>(asum);
+        }
+        acc[c] += a->d * v;
+      }
+    }
+  }
+};
 
 // Float weights: 0 = F32, 1 = F16, 2 = BF16. As the CPU's linear(), the input is first rounded
 // to the weight's type (ggml converts activations to f16 / bf16 before its dot products).
@@ -101,31 +117,24 @@ __device__ __forceinline__ float2 load_w2(const uint8_t* wr, int64_t i) {
                      dev::bf16_bits_to_float(static_cast<uint16_t>(u >> 16)));
 }
 
-template <int WT, int NC>
-__global__ void __launch_bounds__(kGemvWarps * 32)
-    gemv_f_kernel(const uint8_t* __restrict__ W, size_t row_bytes, int64_t rows, int64_t cols,
-                  const float* __restrict__ x, float* __restrict__ y) {
-  const int lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
-  if (row >= rows) return;
-  const uint8_t* wr = W + static_cast<size_t>(row) * row_bytes;
-  float acc[NC];
+// Float weights against float activations, two columns per lane and step.
+template <int WT>
+struct FloatDot {
+  using Width = int64_t;  // columns
+  using X = float;
+  template <int NC>
+  static __device__ __forceinline__ void row(const uint8_t* wr, int64_t cols, const float* x,
+                                             int lane, float (&acc)[NC]) {
+    for (int64_t i = 2 * lane; i < cols; i += 64) {
+      const float2 w = load_w2<WT>(wr, i);
 #pragma unroll
-  for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
-  for (int64_t i = 2 * lane; i < cols; i += 64) {
-    const float2 w = load_w2<WT>(wr, i);
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      const float* xc = x + static_cast<size_t>(c) * cols;
-      acc[c] += w.x * round_like<WT>(xc[i]) + w.y * round_like<WT>(xc[i + 1]);
+      for (int c = 0; c < NC; ++c) {
+        const float* xc = x + static_cast<size_t>(c) * cols;
+        acc[c] += w.x * round_like<WT>(xc[i]) + w.y * round_like<WT>(xc[i + 1]);
+      }
     }
   }
-#pragma unroll
-  for (int c = 0; c < NC; ++c) {
-    const float t = dev::warp_sum(acc[c]);
-    if (lane == 0) y[static_cast<size_t>(c) * rows + row] = t;
-  }
-}
+};
 
 // One thread per (row, 32-group): decodes the group and hands each element to `store`.
 template <QT T>
@@ -202,9 +211,10 @@ unsigned grid_for(int64_t n, int per_block) {
   return static_cast<unsigned>((n + per_block - 1) / per_block);
 }
 
-// Calls f(QT tag) or f(int float-kind) for the weight type: the one switch over types.
-template <typename FQ, typename FF>
-void dispatch(DType t, const char* op, FQ fq, FF ff) {
+// Calls fq(QT tag) or ff(int float-kind) for the weight type, other() for a type the backend
+// does not support: the one switch over types.
+template <typename FQ, typename FF, typename FO>
+void visit_type(DType t, FQ fq, FF ff, FO other) {
   switch (t) {
     case DType::Q4_0:
       return fq(std::integral_constant<QT, QT::Q4_0>{});
@@ -225,9 +235,17 @@ void dispatch(DType t, const char* op, FQ fq, FF ff) {
     case DType::BF16:
       return ff(std::integral_constant<int, 2>{});
     default:
-      throw CudaError(std::string(op) + ": weight type " + std::to_string(static_cast<int>(t)) +
-                      " is not supported (f32, f16, bf16, q4_0, q5_0, q8_0, q4_K, q5_K, q6_K)");
+      return other();
   }
+}
+
+// visit_type() for an op: an unsupported type is a CudaError naming the op and the valid types.
+template <typename FQ, typename FF>
+void dispatch(DType t, const char* op, FQ fq, FF ff) {
+  visit_type(t, fq, ff, [&] {
+    throw CudaError(std::string(op) + ": weight type " + std::to_string(static_cast<int>(t)) +
+                    " is not supported (f32, f16, bf16, q4_0, q5_0, q8_0, q4_K, q5_K, q6_K)");
+  });
 }
 
 void check_cols(const DeviceWeight& w, const char* op) {
@@ -242,17 +260,11 @@ void check_cols(const DeviceWeight& w, const char* op) {
   }
 }
 
-template <QT T, int NC>
-void launch_gemv_q(const DeviceWeight& w, const void* xq, float* y, cudaStream_t s) {
-  gemv_q_kernel<T, NC><<<grid_for(w.rows, kGemvWarps), kGemvWarps * 32, 0, s>>>(
-      static_cast<const uint8_t*>(w.data), w.row_bytes, w.rows, static_cast<int>(w.cols / 32),
-      static_cast<const BlockQ8*>(xq), y);
-}
-
-template <int WT, int NC>
-void launch_gemv_f(const DeviceWeight& w, const float* x, float* y, cudaStream_t s) {
-  gemv_f_kernel<WT, NC><<<grid_for(w.rows, kGemvWarps), kGemvWarps * 32, 0, s>>>(
-      static_cast<const uint8_t*>(w.data), w.row_bytes, w.rows, w.cols, x, y);
+template <typename Dot, int NC>
+void launch_gemv(const DeviceWeight& w, typename Dot::Width width, const typename Dot::X* x,
+                 float* y, cudaStream_t s) {
+  gemv_kernel<Dot, NC><<<grid_for(w.rows, kGemvWarps), kGemvWarps * 32, 0, s>>>(
+      static_cast<const uint8_t*>(w.data), w.row_bytes, w.rows, width, x, y);
 }
 
 // m (1..8) as a template argument.
@@ -281,20 +293,10 @@ void with_nc(int m, F f) {
 }  // namespace
 
 bool weight_type_supported(DType t) {
-  switch (t) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q4_0:
-    case DType::Q5_0:
-    case DType::Q8_0:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
+  bool supported = true;
+  visit_type(
+      t, [](auto) {}, [](auto) {}, [&] { supported = false; });
+  return supported;
 }
 
 size_t q8_bytes(int64_t cols, int m) {
@@ -322,12 +324,13 @@ void gemv(const DeviceWeight& w, const float* x, const void* xq, int m, float* y
       w.type, "gemv",
       [&](auto qt) {
         with_nc(m, [&](auto nc) {
-          launch_gemv_q<decltype(qt)::value, decltype(nc)::value>(w, xq, y, s);
+          launch_gemv<QuantDot<decltype(qt)::value>, decltype(nc)::value>(
+              w, static_cast<int>(w.cols / 32), static_cast<const BlockQ8*>(xq), y, s);
         });
       },
       [&](auto wt) {
         with_nc(m, [&](auto nc) {
-          launch_gemv_f<decltype(wt)::value, decltype(nc)::value>(w, x, y, s);
+          launch_gemv<FloatDot<decltype(wt)::value>, decltype(nc)::value>(w, w.cols, x, y, s);
         });
       });
   VSYNTH_CUDA_CHECK_LAUNCH();

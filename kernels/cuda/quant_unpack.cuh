@@ -27,32 +27,15 @@ struct Part {
 // Type tags (the DType values as template arguments).
 enum class QT { Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K };
 
-template <QT T>
-struct QTraits;
-template <>
-struct QTraits<QT::Q4_0> {
-  static constexpr int kBlockBytes = 18, kGroups = 1;  // groups of 32 per block
-};
-template <>
-struct QTraits<QT::Q5_0> {
-  static constexpr int kBlockBytes = 22, kGroups = 1;
-};
-template <>
-struct QTraits<QT::Q8_0> {
-  static constexpr int kBlockBytes = 34, kGroups = 1;
-};
-template <>
-struct QTraits<QT::Q4_K> {
-  static constexpr int kBlockBytes = 144, kGroups = 8;
-};
-template <>
-struct QTraits<QT::Q5_K> {
-  static constexpr int kBlockBytes = 176, kGroups = 8;
-};
-template <>
-struct QTraits<QT::Q6_K> {
-  static constexpr int kBlockBytes = 210, kGroups = 8;
-};
+// Bytes of one block: 32 elements for Q4_0 / Q5_0 / Q8_0, 256 (8 groups) for the K-quants.
+__host__ __device__ constexpr int block_bytes(QT t) {
+  return t == QT::Q4_0   ? 18
+         : t == QT::Q5_0 ? 22
+         : t == QT::Q8_0 ? 34
+         : t == QT::Q4_K ? 144
+         : t == QT::Q5_K ? 176
+                         : 210;  // Q6_K
+}
 
 // The 6-bit (scale, min) of sub-block s of a Q4_K / Q5_K super-block (kernels/quant/kscales.h).
 __device__ __forceinline__ void k_scale_min(const uint8_t* sc12, int s, int& sc, int& mn) {
@@ -69,7 +52,7 @@ template <QT T>
 __device__ __forceinline__ Part unpack(const uint8_t* row, int g, int p) {
   Part r;
   if constexpr (T == QT::Q4_0) {
-    const uint8_t* b = row + static_cast<size_t>(g) * 18;
+    const uint8_t* b = row + static_cast<size_t>(g) * block_bytes(T);
     const float d = half_bits_to_float(*reinterpret_cast<const uint16_t*>(b));
     const int v = load_int_b2(b + 2, p);  // bytes 4p..4p+3: elements 4p.. (lo), 16+4p.. (hi)
     r.q0 = v & 0x0F0F0F0F;
@@ -79,7 +62,7 @@ __device__ __forceinline__ Part unpack(const uint8_t* row, int g, int p) {
     r.o0 = 4 * p;
     r.o1 = 16 + 4 * p;
   } else if constexpr (T == QT::Q5_0) {
-    const uint8_t* b = row + static_cast<size_t>(g) * 22;
+    const uint8_t* b = row + static_cast<size_t>(g) * block_bytes(T);
     const float d = half_bits_to_float(*reinterpret_cast<const uint16_t*>(b));
     const uint32_t qh = static_cast<uint32_t>(load_int_b2(b + 2, 0));
     const int v = load_int_b2(b + 6, p);
@@ -96,7 +79,7 @@ __device__ __forceinline__ Part unpack(const uint8_t* row, int g, int p) {
     r.o0 = 4 * p;
     r.o1 = 16 + 4 * p;
   } else if constexpr (T == QT::Q8_0) {
-    const uint8_t* b = row + static_cast<size_t>(g) * 34;
+    const uint8_t* b = row + static_cast<size_t>(g) * block_bytes(T);
     r.scale = half_bits_to_float(*reinterpret_cast<const uint16_t*>(b));
     r.coef = 0.0f;
     r.q0 = load_int_b2(b + 2, 2 * p);
@@ -104,8 +87,7 @@ __device__ __forceinline__ Part unpack(const uint8_t* row, int g, int p) {
     r.o0 = 8 * p;
     r.o1 = 8 * p + 4;
   } else if constexpr (T == QT::Q4_K || T == QT::Q5_K) {
-    constexpr int kBytes = T == QT::Q4_K ? 144 : 176;
-    const uint8_t* b = row + static_cast<size_t>(g / 8) * kBytes;
+    const uint8_t* b = row + static_cast<size_t>(g / 8) * block_bytes(T);
     const int s = g % 8;  // sub-block: chunk s/2, low nibbles when s is even
     const float d = half_bits_to_float(*reinterpret_cast<const uint16_t*>(b));
     const float dmin = half_bits_to_float(*reinterpret_cast<const uint16_t*>(b + 2));
@@ -125,7 +107,7 @@ __device__ __forceinline__ Part unpack(const uint8_t* row, int g, int p) {
     r.o0 = 8 * p;
     r.o1 = 8 * p + 4;
   } else {  // Q6_K
-    const uint8_t* b = row + static_cast<size_t>(g / 8) * 210;
+    const uint8_t* b = row + static_cast<size_t>(g / 8) * block_bytes(T);
     const int gi = g % 8;               // 32-group inside the super-block
     const int h = gi / 4, qd = gi % 4;  // 128-element half, quadrant inside it
     const uint8_t* ql = b + 64 * h + 32 * (qd & 1);

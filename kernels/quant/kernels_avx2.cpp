@@ -54,6 +54,18 @@ VS_AVX2_INLINE float hmax_ps(__m256 v) {
   return _mm_cvtss_f32(m);
 }
 
+// Decode (one column) streams each weight byte once from DRAM. The hardware prefetcher alone
+// leaves the core waiting (q8_0 output projection, 178 MB: 7.2 GB/s of the 11.4 GB/s one core
+// streams); software prefetches kPrefetchDistance bytes ahead of the bytes being read keep the
+// stream in flight (10.3 GB/s). Rows of a matvec are contiguous, so running past the row's end
+// warms the next row; prefetches past the tensor are harmless (they never fault).
+constexpr int kPrefetchDistance = 4096;
+
+VS_AVX2_INLINE void prefetch_ahead(const void* p, size_t bytes) {
+  const char* q = static_cast<const char*>(p) + kPrefetchDistance;
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(q + off, _MM_HINT_T0);
+}
+
 VS_AVX2_INLINE __m256i loadu256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
@@ -188,8 +200,12 @@ void dot_float(int64_t k, const void* w, const void* act, size_t stride, float* 
   for (int c = 0; c < C; ++c) a[c] = column<float>(act, stride, c);
   __m256 acc[C][2];
   for (int c = 0; c < C; ++c) acc[c][0] = acc[c][1] = _mm256_setzero_ps();
+  constexpr size_t kElem = K == FloatKind::F32 ? 4 : 2;
   int64_t i = 0;
   for (; i + 16 <= k; i += 16) {
+    if constexpr (C == 1) {
+      prefetch_ahead(static_cast<const char*>(w) + static_cast<size_t>(i) * kElem, 16 * kElem);
+    }
     const __m256 w0 = load8<K>(w, i), w1 = load8<K>(w, i + 8);
     for (int c = 0; c < C; ++c) {
       acc[c][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a[c] + i), acc[c][0]);
@@ -338,6 +354,7 @@ void dot_a32(int64_t k, const void* w, const void* act, size_t stride, float* y)
   __m256 acc[C];
   for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
   int64_t g = 0;
+  if constexpr (C == 1) prefetch_ahead(x, static_cast<size_t>(nb) * sizeof(Block));
   for (; g + 8 <= nb; g += 8) group32<Block, C, false>(x, g, 8, aq, ad, as, acc);
   if (g < nb) group32<Block, C, true>(x, g, static_cast<int>(nb - g), aq, ad, as, acc);
   for (int c = 0; c < C; ++c) y[c] = hsum_ps(acc[c]);
@@ -407,6 +424,7 @@ void dot_qk_affine(int64_t k, const void* w, const void* act, size_t stride, flo
 
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const Block& xb = x[b];
+    if constexpr (C == 1) prefetch_ahead(&xb, sizeof(Block));
     uint64_t sc8, m8;
     unpack_k_scales_u64(xb.scales, &sc8, &m8);
     // Scales as int16 in both 128-bit lanes, so a lane-local shuffle can broadcast any of them.
@@ -464,6 +482,7 @@ void dot_q6_k(int64_t k, const void* w, const void* act, size_t stride, float* y
 
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const BlockQ6_K& xb = x[b];
+    if constexpr (C == 1) prefetch_ahead(&xb, sizeof(BlockQ6_K));
     const __m128i sc8 = loadu128(xb.scales);
     const __m256i sc_all = _mm256_cvtepi8_epi16(sc8);  // 16 scales as int16, for the -32 offset
     __m256i isum[C];

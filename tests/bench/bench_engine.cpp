@@ -5,15 +5,16 @@
 //   ninja -C build-engine bench_engine
 //   ./build-engine/tests/bench/bench_engine [--model models/gemma-3-270m-q4_k_m.gguf]
 //       [--threads 2] [--contexts 512,1024,2048,4096] [--decode 32] [--repeats 2]
-//       [--no-llama | --llama-json FILE] [out.json]
+//       [--rounds 3] [--no-llama | --llama-json FILE] [out.json]
 //
 // llama.cpp's figures come from scripts/bench/llama_cpp_engine_bench.py run through
 // .venv-bench/bin/python (scripts/golden/regen.sh makes that environment); without it the
 // llama.cpp columns are empty. Prompt: the code corpus (tests/data/golden/corpus/) tokenized by
 // our tokenizer with BOS, repeated to length. For each context C: prefill = the first C tokens
 // from an empty cache; decode = `--decode` single tokens right after (the next prompt tokens).
-// Best of `--repeats` runs (the machine is shared). Roofline: bytes a decode step reads
-// (every linear layer's weights including the output projection, plus the KV cache visible at
+// Best of `--repeats` runs per round; `--rounds` rounds alternate llama.cpp and ours, ratios
+// are per round and reported as medians (the machine is shared). Roofline: bytes a decode step
+// reads (every linear layer's weights including the output projection, plus the KV cache visible at
 // C) times decode tokens/s, over the best 2-thread streaming read of a 1 GiB buffer.
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
@@ -129,40 +130,93 @@ std::vector<int> parse_list(const std::string& s) {
   return v;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string join(const std::vector<double>& v) {
+  std::string s;
+  char buf[32];
+  for (double x : v) {
+    std::snprintf(buf, sizeof buf, "%.2f", x);
+    s += (s.empty() ? "" : ", ") + std::string(buf);
+  }
+  return s;
+}
+
+// llama.cpp's prefill/decode t/s per context from its driver's JSON (0 when absent).
+struct LlamaRows {
+  nlohmann::json j;
+  double at(int ctx, const char* key) const {
+    if (!j.contains("rows")) return 0.0;
+    for (const auto& r : j["rows"]) {
+      if (r["context"].get<int>() == ctx) return r[key].get<double>();
+    }
+    return 0.0;
+  }
+};
+
+constexpr const char* kUsage =
+    "usage: bench_engine [--model GGUF] [--threads N] [--contexts 512,1024,...] [--decode N]\n"
+    "                    [--repeats N] [--rounds N] [--no-llama | --llama-json FILE] [out.json]\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const fs::path root = VSYNTH_SOURCE_DIR;
   fs::path model_path = root / "models/gemma-3-270m-q4_k_m.gguf";
-  int threads = 2, decode = 32, repeats = 2;
+  int threads = 2, decode = 32, repeats = 2, rounds = 3;
   std::vector<int> contexts = {512, 1024, 2048, 4096};
   bool llama = true;
   std::string llama_json, out_path = "bench_engine.json";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--model")
-      model_path = next();
-    else if (a == "--threads")
-      threads = std::stoi(next());
-    else if (a == "--contexts")
-      contexts = parse_list(next());
-    else if (a == "--decode")
-      decode = std::stoi(next());
-    else if (a == "--repeats")
-      repeats = std::stoi(next());
-    else if (a == "--no-llama")
-      llama = false;
-    else if (a == "--llama-json")
-      llama_json = next();
-    else
-      out_path = a;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      const auto next = [&] {
+        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+        return std::string(argv[++i]);
+      };
+      if (a == "--model")
+        model_path = next();
+      else if (a == "--threads")
+        threads = std::stoi(next());
+      else if (a == "--contexts")
+        contexts = parse_list(next());
+      else if (a == "--decode")
+        decode = std::stoi(next());
+      else if (a == "--repeats")
+        repeats = std::stoi(next());
+      else if (a == "--rounds")
+        rounds = std::stoi(next());
+      else if (a == "--no-llama")
+        llama = false;
+      else if (a == "--llama-json")
+        llama_json = next();
+      else if (a == "-h" || a == "--help") {
+        std::fputs(kUsage, stdout);
+        return 0;
+      } else if (a.starts_with("-"))
+        throw std::invalid_argument("unknown option " + a);
+      else
+        out_path = a;
+    }
+    if (contexts.empty() || threads < 1 || decode < 1 || repeats < 1 || rounds < 1)
+      throw std::invalid_argument(
+          "--contexts, --threads, --decode, --repeats, --rounds must be >= 1");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_engine: %s\n%s", e.what(), kUsage);
+    return 2;
   }
   const int max_ctx = *std::max_element(contexts.begin(), contexts.end());
   ModelOptions opt;
   opt.threads = threads;
   opt.context_length = max_ctx + decode;
   auto f16 = Model::load(model_path, opt);
+  opt.kv_type = KvType::Int8;
+  auto i8 = Model::load(model_path, opt);
 
   // The prompt: the code corpus, repeated to length.
   std::string text;
@@ -177,86 +231,133 @@ int main(int argc, char** argv) {
     toks.insert(toks.end(), once.begin(), once.end());
   toks.resize(static_cast<size_t>(max_ctx + decode));
 
-  // llama.cpp, through the venv.
-  nlohmann::json lj;
+  // llama.cpp, through the venv: run once per round (or read a given JSON once).
   const fs::path py = root / ".venv-bench/bin/python";
-  if (llama && llama_json.empty() && fs::exists(py)) {
-    const fs::path tok_path = fs::temp_directory_path() / "bench_engine_tokens.json";
-    llama_json = (fs::temp_directory_path() / "bench_engine_llama.json").string();
+  const bool run_llama = llama && llama_json.empty() && fs::exists(py);
+  const fs::path tok_path = fs::temp_directory_path() / "bench_engine_tokens.json";
+  const std::string llama_out = (fs::temp_directory_path() / "bench_engine_llama.json").string();
+  std::string llama_cmd;
+  if (run_llama) {
     std::ofstream(tok_path) << nlohmann::json{{"tokens", toks}}.dump();
     std::string list;
     for (int c : contexts) list += (list.empty() ? "" : ",") + std::to_string(c);
-    const std::string cmd =
-        py.string() + " " + (root / "scripts/bench/llama_cpp_engine_bench.py").string() + " " +
-        model_path.string() + " " + tok_path.string() + " " + llama_json + " --threads " +
-        std::to_string(threads) + " --contexts " + list + " --decode " + std::to_string(decode) +
-        " --repeats " + std::to_string(repeats);
-    std::printf("running llama.cpp: %s\n", cmd.c_str());
-    if (std::system(cmd.c_str()) != 0) {
-      std::printf("llama.cpp driver failed; its columns stay empty\n");
-      llama_json.clear();
-    }
+    llama_cmd = py.string() + " " + (root / "scripts/bench/llama_cpp_engine_bench.py").string() +
+                " " + model_path.string() + " " + tok_path.string() + " " + llama_out +
+                " --threads " + std::to_string(threads) + " --contexts " + list + " --decode " +
+                std::to_string(decode) + " --repeats " + std::to_string(repeats);
   }
-  if (!llama_json.empty() && fs::exists(llama_json))
-    lj = nlohmann::json::parse(std::ifstream(llama_json));
-  const auto lrow = [&](int ctx, const char* key) {
-    if (!lj.contains("rows")) return 0.0;
-    for (const auto& r : lj["rows"]) {
-      if (r["context"].get<int>() == ctx) return r[key].get<double>();
+  const auto llama_round = [&]() {
+    LlamaRows l;
+    std::string file = llama_json;
+    if (run_llama) {
+      std::printf("running llama.cpp: %s\n", llama_cmd.c_str());
+      std::fflush(stdout);
+      if (std::system(llama_cmd.c_str()) != 0) {
+        std::printf("llama.cpp driver failed; its columns stay empty this round\n");
+        return l;
+      }
+      file = llama_out;
     }
-    return 0.0;
+    if (!file.empty() && fs::exists(file)) l.j = nlohmann::json::parse(std::ifstream(file));
+    return l;
   };
 
   std::printf("measuring streaming read bandwidth (%d threads)...\n", threads);
   const double bw = stream_gbps(threads, 3);
 
-  std::vector<Row> ours;
-  for (int c : contexts) {
-    ours.push_back(run_ours(*f16, toks, c, decode, repeats));
-    std::printf("ours ctx %d: prefill %.1f t/s, decode %.2f t/s\n", c, ours.back().prefill_tps,
-                ours.back().decode_tps);
+  // Rounds alternate llama.cpp and ours so that a change in the machine's load hits both sides
+  // of a round alike; ratios are taken within a round and reported as medians over rounds.
+  struct Round {
+    LlamaRows llama;
+    std::vector<Row> ours;  // per context, FP16 KV
+    Row int8;               // at max_ctx
+  };
+  std::vector<Round> all;
+  for (int r = 0; r < rounds; ++r) {
+    std::printf("round %d/%d\n", r + 1, rounds);
+    Round rd;
+    rd.llama = llama_round();
+    for (int c : contexts) {
+      rd.ours.push_back(run_ours(*f16, toks, c, decode, repeats));
+      std::printf("ours ctx %d: prefill %.1f t/s, decode %.2f t/s\n", c, rd.ours.back().prefill_tps,
+                  rd.ours.back().decode_tps);
+    }
+    rd.int8 = run_ours(*i8, toks, max_ctx, decode, repeats);
+    std::printf("ours ctx %d INT8 KV: prefill %.1f t/s, decode %.2f t/s\n", max_ctx,
+                rd.int8.prefill_tps, rd.int8.decode_tps);
+    all.push_back(std::move(rd));
   }
-  opt.kv_type = KvType::Int8;
-  auto i8 = Model::load(model_path, opt);
-  const Row r8 = run_ours(*i8, toks, max_ctx, decode, repeats);
-  const Row& r16 = ours.back();
 
   std::printf(
-      "\nEngine (CPU): %s, %d threads, decode %d tokens, best of %d; stream read %.1f GB/s\n\n",
-      model_path.filename().string().c_str(), threads, decode, repeats, bw);
+      "\nEngine (CPU): %s, %d threads, decode %d tokens, best of %d per round, median of %d "
+      "rounds; stream read %.1f GB/s\n\n",
+      model_path.filename().string().c_str(), threads, decode, repeats, rounds, bw);
   std::printf(
-      "| context | prefill t/s ours | llama.cpp | ratio | decode t/s ours | llama.cpp | ratio | "
-      "decode MB/token | roofline |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "| context | prefill t/s ours | llama.cpp | ratio | ratio per round | decode t/s ours | "
+      "llama.cpp | ratio | ratio per round | decode MB/token | roofline |\n"
+      "|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|\n");
   nlohmann::json j;
   j["model"] = model_path.filename().string();
   j["threads"] = threads;
+  j["rounds"] = rounds;
   j["stream_read_gbps"] = bw;
-  for (const Row& r : ours) {
-    const double lp = lrow(r.context, "prefill_tps"), ld = lrow(r.context, "decode_tps");
-    const double mb = decode_bytes(*f16, r.context, KvType::F16) / 1e6;
-    const double roof = mb * 1e6 * r.decode_tps / (bw * 1e9);
-    std::printf("| %d | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f | %.0f%% |\n", r.context,
-                r.prefill_tps, lp, lp > 0 ? r.prefill_tps / lp : 0.0, r.decode_tps, ld,
-                ld > 0 ? r.decode_tps / ld : 0.0, mb, 100 * roof);
-    j["rows"].push_back({{"context", r.context},
-                         {"prefill_tps", r.prefill_tps},
-                         {"decode_tps", r.decode_tps},
-                         {"llama_prefill_tps", lp},
-                         {"llama_decode_tps", ld},
+  for (size_t ci = 0; ci < contexts.size(); ++ci) {
+    const int ctx = contexts[ci];
+    std::vector<double> op, od, lp, ld, rp, rdec;
+    for (const Round& rd : all) {
+      const Row& o = rd.ours[ci];
+      const double l_p = rd.llama.at(ctx, "prefill_tps"), l_d = rd.llama.at(ctx, "decode_tps");
+      op.push_back(o.prefill_tps);
+      od.push_back(o.decode_tps);
+      if (l_p > 0 && l_d > 0) {
+        lp.push_back(l_p);
+        ld.push_back(l_d);
+        rp.push_back(o.prefill_tps / l_p);
+        rdec.push_back(o.decode_tps / l_d);
+      }
+    }
+    const double mb = decode_bytes(*f16, ctx, KvType::F16) / 1e6;
+    const double roof = mb * 1e6 * median(od) / (bw * 1e9);
+    std::printf("| %d | %.1f | %.1f | %.2f | %s | %.2f | %.2f | %.2f | %s | %.1f | %.0f%% |\n", ctx,
+                median(op), median(lp), median(rp), join(rp).c_str(), median(od), median(ld),
+                median(rdec), join(rdec).c_str(), mb, 100 * roof);
+    j["rows"].push_back({{"context", ctx},
+                         {"prefill_tps", median(op)},
+                         {"decode_tps", median(od)},
+                         {"llama_prefill_tps", median(lp)},
+                         {"llama_decode_tps", median(ld)},
+                         {"prefill_ratio", median(rp)},
+                         {"decode_ratio", median(rdec)},
+                         {"prefill_ratio_per_round", rp},
+                         {"decode_ratio_per_round", rdec},
                          {"decode_mb_per_token", mb},
                          {"roofline", roof}});
   }
+  std::vector<double> d16, d8, p16, p8, rd8, rp8;
+  const auto max_i =
+      static_cast<size_t>(std::max_element(contexts.begin(), contexts.end()) - contexts.begin());
+  for (const Round& rd : all) {
+    const Row& f = rd.ours[max_i];
+    d16.push_back(f.decode_tps);
+    d8.push_back(rd.int8.decode_tps);
+    p16.push_back(f.prefill_tps);
+    p8.push_back(rd.int8.prefill_tps);
+    rd8.push_back(rd.int8.decode_tps / f.decode_tps);
+    rp8.push_back(rd.int8.prefill_tps / f.prefill_tps);
+  }
   std::printf(
       "\nKV cache at %d: FP16 decode %.2f t/s, prefill %.1f t/s | INT8 decode %.2f t/s "
-      "(%.2fx), prefill %.1f t/s (%.2fx)\n",
-      max_ctx, r16.decode_tps, r16.prefill_tps, r8.decode_tps, r8.decode_tps / r16.decode_tps,
-      r8.prefill_tps, r8.prefill_tps / r16.prefill_tps);
+      "(%.2fx; per round %s), prefill %.1f t/s (%.2fx)\n",
+      max_ctx, median(d16), median(p16), median(d8), median(rd8), join(rd8).c_str(), median(p8),
+      median(rp8));
   j["kv_at_max_context"] = {{"context", max_ctx},
-                            {"f16_decode_tps", r16.decode_tps},
-                            {"int8_decode_tps", r8.decode_tps},
-                            {"f16_prefill_tps", r16.prefill_tps},
-                            {"int8_prefill_tps", r8.prefill_tps}};
-  if (lj.contains("llama_cpp_python")) j["llama_cpp_python"] = lj["llama_cpp_python"];
+                            {"f16_decode_tps", median(d16)},
+                            {"int8_decode_tps", median(d8)},
+                            {"f16_prefill_tps", median(p16)},
+                            {"int8_prefill_tps", median(p8)},
+                            {"int8_decode_ratio_per_round", rd8}};
+  if (!all.empty() && all.front().llama.j.contains("llama_cpp_python"))
+    j["llama_cpp_python"] = all.front().llama.j["llama_cpp_python"];
   std::ofstream(out_path) << j.dump(2) << "\n";
   std::printf("wrote %s\n", out_path.c_str());
   return 0;

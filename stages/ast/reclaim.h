@@ -1,8 +1,9 @@
 // Frees superseded parsed files off the request path. Releasing a tree-sitter tree walks every
 // subtree (milliseconds for a 2000-line file), so the parse cache and the project index hand
 // the versions they drop to one background thread instead of freeing them where a request
-// waits (or, in the cache, under its lock). The thread starts on first use; at process exit it
-// frees whatever is still queued and is joined.
+// waits (or, in the cache, under its lock). The thread runs SCHED_BATCH, so a retirement never
+// wakes it into preempting the request on its core. It starts on first use; at process exit
+// it frees whatever is still queued and is joined.
 #pragma once
 
 #include <memory>

@@ -51,31 +51,24 @@ __device__ __forceinline__ void k_scale_min(const uint8_t* sc12, int s, int& sc,
 template <QT T>
 __device__ __forceinline__ Part unpack(const uint8_t* row, int g, int p) {
   Part r;
-  if constexpr (T == QT::Q4_0) {
+  if constexpr (T == QT::Q4_0 || T == QT::Q5_0) {
     const uint8_t* b = row + static_cast<size_t>(g) * block_bytes(T);
     const float d = half_bits_to_float(*reinterpret_cast<const uint16_t*>(b));
-    const int v = load_int_b2(b + 2, p);  // bytes 4p..4p+3: elements 4p.. (lo), 16+4p.. (hi)
+    // Nibbles after d (Q4_0) or after d and the 32 fifth bits qh (Q5_0): bytes 4p..4p+3 hold
+    // elements 4p.. (low nibbles) and 16+4p.. (high nibbles).
+    const int v = load_int_b2(b + (T == QT::Q4_0 ? 2 : 6), p);
     r.q0 = v & 0x0F0F0F0F;
     r.q1 = (v >> 4) & 0x0F0F0F0F;
-    r.scale = d;
-    r.coef = 8.0f * d;
-    r.o0 = 4 * p;
-    r.o1 = 16 + 4 * p;
-  } else if constexpr (T == QT::Q5_0) {
-    const uint8_t* b = row + static_cast<size_t>(g) * block_bytes(T);
-    const float d = half_bits_to_float(*reinterpret_cast<const uint16_t*>(b));
-    const uint32_t qh = static_cast<uint32_t>(load_int_b2(b + 2, 0));
-    const int v = load_int_b2(b + 6, p);
-    int lo = v & 0x0F0F0F0F, hi = (v >> 4) & 0x0F0F0F0F;
+    if constexpr (T == QT::Q5_0) {
+      const uint32_t qh = static_cast<uint32_t>(load_int_b2(b + 2, 0));
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      lo |= static_cast<int>(((qh >> (4 * p + i)) & 1u) << (8 * i + 4));
-      hi |= static_cast<int>(((qh >> (16 + 4 * p + i)) & 1u) << (8 * i + 4));
+      for (int i = 0; i < 4; ++i) {
+        r.q0 |= static_cast<int>(((qh >> (4 * p + i)) & 1u) << (8 * i + 4));
+        r.q1 |= static_cast<int>(((qh >> (16 + 4 * p + i)) & 1u) << (8 * i + 4));
+      }
     }
-    r.q0 = lo;
-    r.q1 = hi;
     r.scale = d;
-    r.coef = 16.0f * d;
+    r.coef = (T == QT::Q4_0 ? 8.0f : 16.0f) * d;
     r.o0 = 4 * p;
     r.o1 = 16 + 4 * p;
   } else if constexpr (T == QT::Q8_0) {

@@ -4,6 +4,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -15,6 +16,15 @@ namespace vsynth::kernels {
 
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
+// XCR0: which register states the OS saves on a context switch.
+uint64_t xcr0() {
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+#endif
+
 bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   // cpuid directly: clang 14's __builtin_cpu_supports does not know "f16c".
@@ -24,10 +34,21 @@ bool cpu_has_avx2() {
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   const bool avx2 = b & bit_AVX2;
   if (!(fma && f16c && avx2 && osxsave)) return false;
-  // The OS must save the YMM state (XCR0 bits 1 and 2).
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (lo & 0x6u) == 0x6u;
+  return (xcr0() & 0x6u) == 0x6u;  // XMM and YMM state
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_avx512vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (!cpu_has_avx2()) return false;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool f = b & bit_AVX512F, bw = b & bit_AVX512BW, vl = b & bit_AVX512VL;
+  const bool vnni = c & bit_AVX512VNNI;
+  if (!(f && bw && vl && vnni)) return false;
+  return (xcr0() & 0xE6u) == 0xE6u;  // plus opmask, ZMM0-15 upper halves, ZMM16-31
 #else
   return false;
 #endif
@@ -38,6 +59,11 @@ bool avx2_usable() {
   return usable;
 }
 
+bool avx512vnni_usable() {
+  static const bool usable = detail::avx512vnni_kernels() != nullptr && cpu_has_avx512vnni();
+  return usable;
+}
+
 // -1: not chosen yet; otherwise a CpuPath value.
 std::atomic<int> g_path{-1};
 std::once_flag g_init;
@@ -45,16 +71,35 @@ std::once_flag g_init;
 }  // namespace
 
 std::string_view to_string(CpuPath p) {
-  return p == CpuPath::Avx2 ? "avx2" : "scalar";
+  switch (p) {
+    case CpuPath::Avx2:
+      return "avx2";
+    case CpuPath::Avx512Vnni:
+      return "avx512vnni";
+    case CpuPath::Scalar:
+      break;
+  }
+  return "scalar";
 }
 
 bool cpu_path_available(CpuPath p) {
-  return p == CpuPath::Scalar || avx2_usable();
+  switch (p) {
+    case CpuPath::Avx2:
+      return avx2_usable();
+    case CpuPath::Avx512Vnni:
+      return avx512vnni_usable();
+    case CpuPath::Scalar:
+      break;
+  }
+  return true;
 }
 
-CpuPath choose_cpu_path(std::string_view env_value, bool avx2_available) {
+CpuPath choose_cpu_path(std::string_view env_value, bool avx2_available,
+                        bool avx512vnni_available) {
   if (env_value.empty() || env_value == "auto") {
-    return avx2_available ? CpuPath::Avx2 : CpuPath::Scalar;
+    return avx512vnni_available ? CpuPath::Avx512Vnni
+           : avx2_available     ? CpuPath::Avx2
+                                : CpuPath::Scalar;
   }
   if (env_value == "scalar") return CpuPath::Scalar;
   if (env_value == "avx2") {
@@ -65,8 +110,16 @@ CpuPath choose_cpu_path(std::string_view env_value, bool avx2_available) {
     }
     return CpuPath::Avx2;
   }
+  if (env_value == "avx512vnni") {
+    if (!avx512vnni_available) {
+      throw QuantError(
+          "VSYNTH_CPU=avx512vnni but this CPU (or build, or OS) has no AVX512-F/BW/VL/VNNI; use "
+          "VSYNTH_CPU=avx2, scalar or auto");
+    }
+    return CpuPath::Avx512Vnni;
+  }
   throw QuantError("VSYNTH_CPU='" + std::string(env_value) +
-                   "' is not a CPU path; valid values: auto, scalar, avx2");
+                   "' is not a CPU path; valid values: auto, scalar, avx2, avx512vnni");
 }
 
 CpuPath active_cpu_path() {
@@ -75,7 +128,7 @@ CpuPath active_cpu_path() {
   std::call_once(g_init, [] {
     if (g_path.load(std::memory_order_acquire) >= 0) return;  // set_cpu_path came first
     const char* env = std::getenv("VSYNTH_CPU");
-    const CpuPath chosen = choose_cpu_path(env ? env : "", avx2_usable());
+    const CpuPath chosen = choose_cpu_path(env ? env : "", avx2_usable(), avx512vnni_usable());
     g_path.store(static_cast<int>(chosen), std::memory_order_release);
   });
   return static_cast<CpuPath>(g_path.load(std::memory_order_acquire));
@@ -90,6 +143,7 @@ void set_cpu_path(CpuPath p) {
 }
 
 const detail::KernelTable& detail::kernels_for(CpuPath p) {
+  if (p == CpuPath::Avx512Vnni && avx512vnni_usable()) return *avx512vnni_kernels();
   if (p == CpuPath::Avx2 && avx2_usable()) return *avx2_kernels();
   return scalar_kernels();
 }

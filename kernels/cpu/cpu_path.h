@@ -1,25 +1,28 @@
-// Which CPU code path the kernels run: the portable scalar code or the AVX2 (+FMA, F16C) code.
+// Which CPU code path the kernels run: the portable scalar code, the AVX2 (+FMA, F16C) code, or
+// the same SIMD code with AVX512-VNNI integer dot products (256-bit vectors).
 //
-// Chosen once, at the first kernel call: AVX2 when cpuid reports avx2, fma and f16c (and this
-// build has the AVX2 translation unit), otherwise scalar. The environment variable VSYNTH_CPU
-// overrides the choice: "scalar" forces the fallback, "avx2" demands AVX2 (an error when the CPU
-// lacks it), "auto" or unset detects. Tests and benchmarks switch paths with set_cpu_path.
+// Chosen once, at the first kernel call: the best one cpuid and the OS allow (avx512vnni needs
+// avx512f/bw/vl/vnni and the OS saving the AVX-512 state; avx2 needs avx2, fma and f16c) and
+// this build has, otherwise scalar. The environment variable VSYNTH_CPU overrides the choice:
+// "scalar", "avx2" or "avx512vnni" demand that path (an error when the CPU lacks it), "auto" or
+// unset detects. Tests and benchmarks switch paths with set_cpu_path.
 #pragma once
 
 #include <string_view>
 
 namespace vsynth::kernels {
 
-enum class CpuPath { Scalar, Avx2 };
+enum class CpuPath { Scalar, Avx2, Avx512Vnni };
 
 std::string_view to_string(CpuPath p);
 
 // Whether this build and this CPU can run path p (Scalar: always).
 bool cpu_path_available(CpuPath p);
 
-// The path VSYNTH_CPU=env_value selects when AVX2 is (or is not) available. Empty or "auto":
-// the best available. Throws QuantError for any other value, or "avx2" without AVX2.
-CpuPath choose_cpu_path(std::string_view env_value, bool avx2_available);
+// The path VSYNTH_CPU=env_value selects given which SIMD paths are available. Empty or "auto":
+// the best available. Throws QuantError for any other value, or for a path that is unavailable.
+CpuPath choose_cpu_path(std::string_view env_value, bool avx2_available,
+                        bool avx512vnni_available = false);
 
 // The path in use. The first call reads VSYNTH_CPU (and throws QuantError if it is invalid).
 CpuPath active_cpu_path();

@@ -451,7 +451,7 @@ const Kernels& vec_kernels_scalar() {
 
 const Kernels& vec_kernels() {
 #ifdef VSYNTH_VEC_AVX2
-  if (active_cpu_path() == CpuPath::Avx2) return kAvx2;
+  if (active_cpu_path() != CpuPath::Scalar) return kAvx2;  // both SIMD paths have AVX2
 #endif
   return kScalar;
 }

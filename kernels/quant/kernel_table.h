@@ -1,9 +1,11 @@
 // The per-instruction-set kernel table behind matvec/matmul (internal to kernels/).
 //
-// One table per code path: kernels_scalar.cpp (portable C++) and kernels_avx2.cpp (AVX2 + FMA +
-// F16C, compiled with those flags only in that file). kernels/cpu/cpu_path.h picks one at run
-// time. Both tables compute the same integer dot products block by block; they differ only in the
-// order floats are summed, so results agree to float rounding (tests check this).
+// One table per code path: kernels_scalar.cpp (portable C++), kernels_avx2.cpp (AVX2 + FMA +
+// F16C, compiled with those flags only in that file) and kernels_avx512vnni.cpp (the same
+// kernels with AVX512-VNNI integer dot products). kernels/cpu/cpu_path.h picks one at run
+// time. All tables compute the same integer dot products block by block; scalar and SIMD differ
+// only in the order floats are summed, so results agree to float rounding, and the two SIMD tables
+// give bit-identical results (tests check both).
 #pragma once
 
 #include <cstddef>
@@ -45,7 +47,7 @@ using F16RowFn = void (*)(const uint16_t* x, float* y, int64_t n);
 using F32ToF16RowFn = void (*)(const float* x, uint16_t* y, int64_t n);
 
 struct KernelTable {
-  const char* name;  // "scalar" or "avx2"
+  const char* name;  // "scalar", "avx2" or "avx512vnni"
   QuantizeActFn quantize_a32;
   QuantizeActFn quantize_a256;
   F16RowFn f16_to_f32;
@@ -68,5 +70,7 @@ const KernelTable& scalar_kernels();
 // nullptr when this build has no AVX2 translation unit (non-x86 targets). Whether the CPU can
 // run it is a separate question (kernels/cpu/cpu_path.h).
 const KernelTable* avx2_kernels();
+// nullptr when the build has no AVX512-VNNI translation unit (see kernels/CMakeLists.local.cmake).
+const KernelTable* avx512vnni_kernels();
 
 }  // namespace vsynth::kernels::detail

@@ -227,6 +227,7 @@ int main(int argc, char** argv) {
 
   std::vector<CpuPath> paths{CpuPath::Scalar};
   if (cpu_path_available(CpuPath::Avx2)) paths.push_back(CpuPath::Avx2);
+  if (cpu_path_available(CpuPath::Avx512Vnni)) paths.push_back(CpuPath::Avx512Vnni);
 
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/cpu_path_internal.h"
@@ -192,6 +193,67 @@ TEST_CASE("32-element block kernels: every group/tail split, scalar vs AVX2, 1..
   }
 }
 
+TEST_CASE("AVX512-VNNI and AVX2 tables give bit-identical results", "[quant][dot]") {
+  // vpdpbusd computes the same exact integer sums as maddubs + madd (which never saturates on
+  // these codes), and every float operation is the same: results must match bit for bit, for
+  // every type, whole groups and tails, and 1..8 columns; matmul at prefill sizes too.
+  if (!cpu_path_available(CpuPath::Avx512Vnni)) {
+    WARN("no AVX512-VNNI on this CPU or build: nothing to compare");
+    return;
+  }
+  const auto& avx2 = detail::kernels_for(CpuPath::Avx2);
+  const auto& vnni = detail::kernels_for(CpuPath::Avx512Vnni);
+  REQUIRE(std::string(vnni.name) == "avx512vnni");
+  constexpr int kCols = detail::kMaxCols;
+  for (DType t : all_types()) {
+    const detail::DotFn d2 = detail::dot_for(avx2, t), dv = detail::dot_for(vnni, t);
+    const detail::ActFormat f = detail::act_format(t);
+    for (int64_t k : is_k_quant(t) ? std::vector<int64_t>{256, 2048}
+                                   : std::vector<int64_t>{32, 224, 256, 640, 1056}) {
+      const QuantMatrix m = make_matrix(t, 5, k, static_cast<uint32_t>(k));
+      const std::vector<float> X = random_values(kCols * k, static_cast<uint32_t>(k + 1));
+      const size_t ab =
+          f == detail::ActFormat::F32 ? k * sizeof(float) : detail::act_row_bytes(f, k);
+      std::vector<uint8_t> act(ab * kCols);
+      for (int c = 0; c < kCols; ++c) {
+        uint8_t* out = act.data() + c * ab;
+        if (f == detail::ActFormat::Q8A32) {
+          avx2.quantize_a32(X.data() + c * k, k, out);
+        } else if (f == detail::ActFormat::Q8A256) {
+          avx2.quantize_a256(X.data() + c * k, k, out);
+        } else {
+          std::memcpy(out, X.data() + c * k, ab);
+        }
+      }
+      for (int64_t r = 0; r < m.rows; ++r) {
+        const uint8_t* w = m.data.data() + r * m.row_bytes;
+        for (int n = 1; n <= kCols; ++n) {
+          INFO("type " << name_of(t) << " k " << k << " row " << r << " columns " << n);
+          float y2[kCols], yv[kCols];
+          d2(k, w, act.data(), ab, n, y2);
+          dv(k, w, act.data(), ab, n, yv);
+          REQUIRE(std::memcmp(y2, yv, sizeof(float) * static_cast<size_t>(n)) == 0);
+        }
+      }
+    }
+    const int64_t k = is_k_quant(t) ? 512 : 640;
+    const QuantMatrix m = make_matrix(t, 40, k, 99);
+    const int64_t n = 70;
+    const std::vector<float> X = random_values(n * k, 98);
+    std::vector<float> Y2(static_cast<size_t>(n * m.rows)), YV(Y2.size());
+    {
+      ScopedCpuPath scoped(CpuPath::Avx2);
+      matmul(view_of(m), X.data(), n, Y2.data());
+    }
+    {
+      ScopedCpuPath scoped(CpuPath::Avx512Vnni);
+      matmul(view_of(m), X.data(), n, YV.data());
+    }
+    INFO("matmul, type " << name_of(t));
+    REQUIRE(std::memcmp(Y2.data(), YV.data(), sizeof(float) * Y2.size()) == 0);
+  }
+}
+
 TEST_CASE("matmul matches the reference and matvec for awkward token counts", "[quant][matmul]") {
   for (DType t : all_types()) {
     const int64_t k = is_k_quant(t) ? 512 : 96;
@@ -331,6 +393,12 @@ TEST_CASE("CPU path selection from VSYNTH_CPU", "[quant][cpu]") {
   CHECK(choose_cpu_path("scalar", true) == CpuPath::Scalar);
   CHECK(choose_cpu_path("avx2", true) == CpuPath::Avx2);
   CHECK_THROWS_WITH(choose_cpu_path("avx2", false), Catch::Contains("AVX2"));
+  CHECK(choose_cpu_path("", true, true) == CpuPath::Avx512Vnni);
+  CHECK(choose_cpu_path("auto", true, true) == CpuPath::Avx512Vnni);
+  CHECK(choose_cpu_path("avx2", true, true) == CpuPath::Avx2);
+  CHECK(choose_cpu_path("avx512vnni", true, true) == CpuPath::Avx512Vnni);
+  CHECK_THROWS_WITH(choose_cpu_path("avx512vnni", true, false), Catch::Contains("AVX512"));
+  CHECK(to_string(CpuPath::Avx512Vnni) == "avx512vnni");
   CHECK_THROWS_WITH(choose_cpu_path("sse9", true),
                     Catch::Contains("sse9") && Catch::Contains("scalar"));
   CHECK(cpu_path_available(CpuPath::Scalar));

@@ -78,6 +78,7 @@ inline QuantMatrix make_matrix(DType t, int64_t rows, int64_t cols, uint32_t see
 inline std::vector<CpuPath> available_paths() {
   std::vector<CpuPath> paths{CpuPath::Scalar};
   if (cpu_path_available(CpuPath::Avx2)) paths.push_back(CpuPath::Avx2);
+  if (cpu_path_available(CpuPath::Avx512Vnni)) paths.push_back(CpuPath::Avx512Vnni);
   return paths;
 }
 

@@ -54,6 +54,7 @@ cs::ProgramShape complete_shape() {
 cs::ForwardSettings settings(int max_backtracks = 4) {
   cs::ForwardSettings s;
   s.max_backtracks = max_backtracks;
+  s.timeout_ms = 20000;  // verdicts, not timeouts, even on a loaded machine
   return s;
 }
 

@@ -38,6 +38,7 @@ nlohmann::json clamp_task(const std::string& id) {
 nlohmann::json prove_record(nlohmann::json task) {
   graph::Item item(graph::Task{task["task_id"].get<std::string>(), task}, 0);
   cs::ProofSettings s;
+  s.contract.timeout_ms = 20000;  // verdicts, not timeouts, even on a loaded machine
   cs::prove_item(item, s);
   return item.find<cs::ProofFacet>()->to_json();
 }
@@ -91,13 +92,13 @@ std::string pipeline(bool forward) {
   return "resources:\n  m: { use: model.gguf, with: { path: \"" + tiny_model().string() +
          "\", threads: 1, context_length: 512 } }\n"
          "  two: { use: hook.two_lines }\n"
-         "  z3: { use: hook.z3_forward, with: { max_backtracks: 4 } }\n"
+         "  z3: { use: hook.z3_forward, with: { max_backtracks: 4, timeout_ms: 20000 } }\n"
          "stages:\n"
          "  gen: { use: generate.llm, with: { model: m, hooks: [two" +
          std::string(forward ? ", z3" : "") +
          "], max_new_tokens: 2, n_candidates: 8, temperature: 1.0, top_k: 0, min_p: 0.0, "
          "seed: 11 } }\n"
-         "  check: { use: constrain.z3 }\n"
+         "  check: { use: constrain.z3, with: { timeout_ms: 20000 } }\n"
          "edges: [ gen -> check -> out ]\n";
 }
 

@@ -221,7 +221,8 @@ TEST_CASE("python: a partial program gives the return paths completed so far") {
   CHECK(cs::translate_python(prefix, sig).obligations.size() == 3);
 
   // Checking the prefix finds the bad return before the function is finished.
-  vsynth::solvers::ContractChecker checker(clamp_spec().contract);
+  vsynth::solvers::ContractChecker checker(clamp_spec().contract,
+                                           vsynth::constraint_test::generous_limits());
   CHECK(cs::check_obligation(checker, t.obligations[0]).verdict == Verdict::Verified);
   CHECK(cs::check_obligation(checker, t.obligations[1]).verdict == Verdict::Refuted);
 

@@ -101,22 +101,24 @@ CpuPath choose_cpu_path(std::string_view env_value, bool avx2_available,
            : avx2_available     ? CpuPath::Avx2
                                 : CpuPath::Scalar;
   }
-  if (env_value == "scalar") return CpuPath::Scalar;
-  if (env_value == "avx2") {
-    if (!avx2_available) {
-      throw QuantError(
-          "VSYNTH_CPU=avx2 but this CPU (or build) has no AVX2+FMA+F16C; use VSYNTH_CPU=scalar "
-          "or auto");
+  struct Named {
+    std::string_view name;
+    CpuPath path;
+    bool available;
+    const char* needs;  // what the CPU, build and OS must provide
+  };
+  const Named paths[] = {{"scalar", CpuPath::Scalar, true, ""},
+                         {"avx2", CpuPath::Avx2, avx2_available, "AVX2+FMA+F16C"},
+                         {"avx512vnni", CpuPath::Avx512Vnni, avx512vnni_available,
+                          "AVX512-F/BW/VL/VNNI (and AVX2+FMA+F16C)"}};
+  for (const Named& n : paths) {
+    if (env_value != n.name) continue;
+    if (!n.available) {
+      throw QuantError("VSYNTH_CPU=" + std::string(n.name) +
+                       " but this CPU (or build, or OS) has no " + n.needs +
+                       "; use VSYNTH_CPU=auto or a path it has (scalar always works)");
     }
-    return CpuPath::Avx2;
-  }
-  if (env_value == "avx512vnni") {
-    if (!avx512vnni_available) {
-      throw QuantError(
-          "VSYNTH_CPU=avx512vnni but this CPU (or build, or OS) has no AVX512-F/BW/VL/VNNI; use "
-          "VSYNTH_CPU=avx2, scalar or auto");
-    }
-    return CpuPath::Avx512Vnni;
+    return n.path;
   }
   throw QuantError("VSYNTH_CPU='" + std::string(env_value) +
                    "' is not a CPU path; valid values: auto, scalar, avx2, avx512vnni");

@@ -36,18 +36,11 @@ void prove_item(graph::Item& item, const ProofSettings& settings) {
     facet.candidates.push_back(prove(code, *spec, checker, settings.translate));
 }
 
-ConstrainStage::ConstrainStage(ProofSettings settings, int workers, graph::Port ok,
-                               std::string name)
-    : settings_(std::move(settings)),
-      ok_(ok),
-      name_(std::move(name)),
-      workers_(
-          [this](graph::Item& item) {
-            prove_item(item, settings_);
-            return ok_;
-          },
-          "stage `" + name_ + "` (constrain.z3): ",
-          "stage `" + name_ + "` (constrain.z3): unknown exception") {
+ConstrainStage::ConstrainStage(ProofSettings settings, int workers, graph::Port ok)
+    : settings_(std::move(settings)), ok_(ok), workers_([this](graph::Item& item) {
+        prove_item(item, settings_);
+        return ok_;
+      }) {
   workers_.start(workers);
 }
 
@@ -97,7 +90,7 @@ std::unique_ptr<graph::StageBase> make_constrain_stage(const graph::StageContext
                           "` is not supported (valid: python, c, or empty for the task's)");
   s.max_candidates = p.integer("max_candidates");
   return std::make_unique<ConstrainStage>(std::move(s), static_cast<int>(p.integer("workers")),
-                                          ctx.port("ok"), ctx.name);
+                                          ctx.port("ok"));
 }
 
 }  // namespace vsynth::stages::constraint

@@ -42,13 +42,12 @@ void prove_item(graph::Item& item, const ProofSettings& settings);
 
 class ConstrainStage : public graph::AsyncStage {
  public:
-  ConstrainStage(ProofSettings settings, int workers, graph::Port ok, std::string name);
+  ConstrainStage(ProofSettings settings, int workers, graph::Port ok);
   void submit(graph::ItemPtr item, graph::Completion done) override;
 
  private:
   ProofSettings settings_;
   graph::Port ok_;
-  std::string name_;
   core::ItemWorkers workers_;  // last: stops before the members its work uses
 };
 

@@ -5,10 +5,7 @@
 
 namespace vsynth::stages::core {
 
-ItemWorkers::ItemWorkers(Work work, std::string error_prefix, std::string unknown_error)
-    : work_(std::move(work)),
-      error_prefix_(std::move(error_prefix)),
-      unknown_error_(std::move(unknown_error)) {}
+ItemWorkers::ItemWorkers(Work work) : work_(std::move(work)) {}
 
 ItemWorkers::~ItemWorkers() {
   {
@@ -42,9 +39,9 @@ void ItemWorkers::loop() {
     try {
       done(work_(*item));
     } catch (const std::exception& e) {
-      done.fail(error_prefix_ + e.what());
+      done.fail(e.what());
     } catch (...) {
-      done.fail(unknown_error_);
+      done.fail("an exception that is not a std::exception");
     }
     l.lock();
   }

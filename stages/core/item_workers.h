@@ -1,7 +1,9 @@
 // The worker threads behind an asynchronous stage (graph::AsyncStage) that does blocking work
 // per item (a forward pass, a Z3 proof): submit() queues the item and returns at once, so graph
 // threads never wait; each worker takes the oldest queued item, runs `work` on it and completes
-// the item through the port `work` returns, or fails it with a message when `work` throws.
+// the item through the port `work` returns, or fails it with the exception's message when
+// `work` throws (the graph prefixes it with the stage's name and kind: "stage `check`
+// (constrain.z3) failed: ...").
 //
 // A stage owns one as its last member and calls start() at the end of its constructor: the
 // workers then stop (and join) first when the stage goes, before anything `work` uses. Items
@@ -26,9 +28,7 @@ class ItemWorkers {
   // Processes one item on a worker thread; throws on failure.
   using Work = std::function<graph::Port(graph::Item&)>;
 
-  // A failed item's message is `error_prefix` + the exception's what(), or `unknown_error` for
-  // an exception that is not a std::exception.
-  ItemWorkers(Work work, std::string error_prefix, std::string unknown_error);
+  explicit ItemWorkers(Work work);
   ~ItemWorkers();
   ItemWorkers(const ItemWorkers&) = delete;
   ItemWorkers& operator=(const ItemWorkers&) = delete;
@@ -41,7 +41,6 @@ class ItemWorkers {
   void loop();
 
   Work work_;
-  std::string error_prefix_, unknown_error_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<graph::ItemPtr, graph::Completion>> queue_;

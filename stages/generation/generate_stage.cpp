@@ -39,12 +39,10 @@ GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,
       settings_(std::move(settings)),
       ok_(ok),
       name_(std::move(name)),
-      workers_(
-          [this](graph::Item& item) {
-            generate(item);
-            return ok_;
-          },
-          "", "generate.llm: unknown exception") {
+      workers_([this](graph::Item& item) {
+        generate(item);
+        return ok_;
+      }) {
   settings_.decode.sampler.validate();
   settings_.prompt.chat_model = model_->chat_tuned();
   const int32_t ctx = model_->model().options().context_length;

@@ -74,7 +74,9 @@ class TwoLinesResource : public gen::DecodingHook {
   }
 };
 
-std::vector<nlohmann::json> run(const std::string& yaml, std::vector<nlohmann::json> tasks) {
+// Runs the pipeline; `errors` items are expected to fail with an error.
+std::vector<nlohmann::json> run(const std::string& yaml, std::vector<nlohmann::json> tasks,
+                                uint64_t errors = 0) {
   graph::Registry reg = vsynth::test::full_registry();
   reg.add_resource(
       {"hook.two_lines", "hook", "test: two lines", {}},
@@ -84,7 +86,7 @@ std::vector<nlohmann::json> run(const std::string& yaml, std::vector<nlohmann::j
   vsynth::test::VectorSink sink;
   graph::RunControl control;
   const graph::RunResult r = p.run(src, sink, control);
-  CHECK(r.errors == 0);
+  CHECK(r.errors == errors);
   return sink.records;
 }
 
@@ -149,6 +151,20 @@ TEST_CASE("constrain.z3: malformed specs fail the item naming the task and the f
   t["prompt"] = "Write clamp.";
   t["candidate"] = "def clamp(x, lo, hi):\n    return x\n";
   CHECK_THROWS_WITH(prove_record(t), Catch::Contains("no `signature`"));
+}
+
+TEST_CASE("constrain.z3 in a pipeline: a malformed spec fails the item with the stage named once") {
+  // The graph names the stage ("stage `check` (constrain.z3) failed: "); the stage's own
+  // message adds the task and the field, not the stage a second time.
+  nlohmann::json t = clamp_task("typo");
+  t["spec"]["ensures"] = {"lo <= result <= hgih"};
+  const auto records = run(pipeline(false), {t}, 1);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0]["status"] == "error");
+  const std::string error = records[0]["error"].get<std::string>();
+  CHECK_THAT(error, Catch::StartsWith("stage `check` (constrain.z3) failed: task `typo`: "));
+  CHECK_THAT(error, Catch::Contains("did you mean 'hi'"));
+  CHECK(error.find("(constrain.z3)") == error.rfind("(constrain.z3)"));
 }
 
 TEST_CASE("constrain.z3: C tasks are proved with C semantics") {

@@ -2,20 +2,6 @@
 
 namespace vsynth::stages::constraint {
 
-const char* to_string(ObligationKind k) {
-  switch (k) {
-    case ObligationKind::Return:
-      return "return";
-    case ObligationKind::Assert:
-      return "assert";
-    case ObligationKind::Defined:
-      return "defined";
-    case ObligationKind::Bound:
-      return "bound";
-  }
-  return "?";
-}
-
 std::size_t tree_size(const Expr& e, std::size_t cap) {
   if (!e) return 0;
   std::size_t n = 0;
@@ -62,8 +48,6 @@ Translation Executor::run(TSNode root) {
     return std::move(out_);
   }
   out_.function_found = true;
-  out_.function_start = ts_node_start_byte(fn);
-  out_.function_end = ts_node_end_byte(fn);
   try {
     translate_function(fn);
   } catch (const StopTranslation& st) {
@@ -121,7 +105,6 @@ void Executor::add(ObligationKind kind, const State& s, const Expr& expr, TSNode
   o.expr = expr;
   o.line = line(stmt);
   o.stmt_start = ts_node_start_byte(stmt);
-  o.stmt_end = ts_node_end_byte(stmt);
   o.where = where(stmt);
   out_.obligations.push_back(std::move(o));
 }

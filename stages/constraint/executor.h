@@ -55,8 +55,8 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Translates the last top-level function that wanted_function() accepts: records where it
-  // is, runs translate_function() on it, and turns a StopTranslation into `unknown` (an
+  // Translates the last top-level function that wanted_function() accepts: runs
+  // translate_function() on it, and turns a StopTranslation into `unknown` (an
   // OpenLoop ends it quietly).
   Translation run(TSNode root);
 
@@ -102,7 +102,7 @@ class Executor {
                     const std::string& where);
 
   // Statements. Runs `exec(statement)` on each named child of `block` but comments, in order,
-  // while `s` is alive, counting them in out_.statements.
+  // while `s` is alive.
   template <class F>
   void for_each_statement(TSNode block, const State& s, F&& exec) {
     const uint32_t n = ts_node_named_child_count(block);
@@ -110,7 +110,6 @@ class Executor {
       TSNode st = ts_node_named_child(block, i);
       if (type(st) == "comment") continue;
       exec(st);
-      ++out_.statements;
     }
   }
   // Executes the statements both grammars spell alike (return, if, for, break, continue);

@@ -76,7 +76,6 @@ CandidateProof prove(std::string_view code, const TaskSpec& spec, solvers::Contr
       if (r.verdict == Verdict::Refuted) {
         p.verdict = Verdict::Refuted;
         p.counterexample = r.counterexample;
-        p.failed_where = o.where;
         p.failed_line = o.line;
         const std::string& failed = r.counterexample->failed;
         switch (o.kind) {

@@ -24,8 +24,7 @@ struct CandidateProof {
   solvers::Verdict verdict = solvers::Verdict::Unknown;
   std::string message;  // one line: what was proved, what breaks, or why undecided
   std::optional<solvers::Counterexample> counterexample;
-  std::string failed_where;  // refuted: the obligation's place ("line 5")
-  uint32_t failed_line = 0;
+  uint32_t failed_line = 0;  // refuted: the line of the obligation that failed
   std::vector<std::string> caveats;
   std::vector<std::string> used_requires;
   std::size_t obligations = 0;  // checked

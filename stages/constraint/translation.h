@@ -25,7 +25,6 @@
 namespace vsynth::stages::constraint {
 
 enum class ObligationKind { Return, Assert, Defined, Bound };
-const char* to_string(ObligationKind k);
 
 struct Obligation {
   ObligationKind kind = ObligationKind::Return;
@@ -35,7 +34,6 @@ struct Obligation {
   solvers::Expr expr;
   uint32_t line = 0;        // 1-based line of the statement in the translated source
   uint32_t stmt_start = 0;  // byte offset of the statement's first character
-  uint32_t stmt_end = 0;    // byte offset just past the statement
   std::string where;        // "line 5", "line 5 (iteration 3 of the loop at line 4)"
 };
 
@@ -61,8 +59,6 @@ struct Translation {
   // What a verdict over these obligations does not cover ("C integer types are modelled with
   // their ranges; ...").
   std::vector<std::string> caveats;
-  uint32_t function_start = 0, function_end = 0;  // bytes of the translated function
-  uint32_t statements = 0;                        // statements translated
 };
 
 // Number of nodes of an expression tree, counting shared subtrees once per use (what a tree

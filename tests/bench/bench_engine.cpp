@@ -22,6 +22,7 @@
 
 #include <emmintrin.h>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -123,10 +124,20 @@ double decode_bytes(const Model& m, int ctx, KvType kv) {
   return static_cast<double>(m.weight_bytes()) + kv_bytes;
 }
 
-std::vector<int> parse_list(const std::string& s) {
+// The whole of `value` as an integer, for option `option` (std::invalid_argument otherwise).
+int to_int(const std::string& option, const std::string& value) {
+  int v = 0;
+  const char* end = value.data() + value.size();
+  const auto r = std::from_chars(value.data(), end, v);
+  if (r.ec != std::errc() || r.ptr != end)
+    throw std::invalid_argument(option + " wants an integer, got `" + value + "`");
+  return v;
+}
+
+std::vector<int> parse_list(const std::string& option, const std::string& s) {
   std::vector<int> v;
   std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');) v.push_back(std::stoi(x));
+  for (std::string x; std::getline(ss, x, ',');) v.push_back(to_int(option, x));
   return v;
 }
 
@@ -151,9 +162,10 @@ std::string join(const std::vector<double>& v) {
 struct LlamaRows {
   nlohmann::json j;
   double at(int ctx, const char* key) const {
-    if (!j.contains("rows")) return 0.0;
+    if (!j.contains("rows") || !j["rows"].is_array()) return 0.0;
     for (const auto& r : j["rows"]) {
-      if (r["context"].get<int>() == ctx) return r[key].get<double>();
+      // value(): a row without the field (or not an object) reads as absent, not a crash.
+      if (r.is_object() && r.value("context", -1) == ctx) return r.value(key, 0.0);
     }
     return 0.0;
   }
@@ -182,15 +194,15 @@ int main(int argc, char** argv) {
       if (a == "--model")
         model_path = next();
       else if (a == "--threads")
-        threads = std::stoi(next());
+        threads = to_int(a, next());
       else if (a == "--contexts")
-        contexts = parse_list(next());
+        contexts = parse_list(a, next());
       else if (a == "--decode")
-        decode = std::stoi(next());
+        decode = to_int(a, next());
       else if (a == "--repeats")
-        repeats = std::stoi(next());
+        repeats = to_int(a, next());
       else if (a == "--rounds")
-        rounds = std::stoi(next());
+        rounds = to_int(a, next());
       else if (a == "--no-llama")
         llama = false;
       else if (a == "--llama-json")
@@ -203,9 +215,12 @@ int main(int argc, char** argv) {
       else
         out_path = a;
     }
-    if (contexts.empty() || threads < 1 || decode < 1 || repeats < 1 || rounds < 1)
+    if (contexts.empty() || threads < 1 || decode < 1 || repeats < 1 || rounds < 1 ||
+        *std::min_element(contexts.begin(), contexts.end()) < 1)
       throw std::invalid_argument(
           "--contexts, --threads, --decode, --repeats, --rounds must be >= 1");
+    if (!llama_json.empty() && !fs::exists(llama_json))
+      throw std::invalid_argument("--llama-json " + llama_json + ": no such file");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_engine: %s\n%s", e.what(), kUsage);
     return 2;
@@ -214,9 +229,19 @@ int main(int argc, char** argv) {
   ModelOptions opt;
   opt.threads = threads;
   opt.context_length = max_ctx + decode;
-  auto f16 = Model::load(model_path, opt);
-  opt.kv_type = KvType::Int8;
-  auto i8 = Model::load(model_path, opt);
+  std::shared_ptr<Model> f16, i8;
+  try {
+    f16 = Model::load(model_path, opt);
+    opt.kv_type = KvType::Int8;
+    i8 = Model::load(model_path, opt);
+  } catch (const std::exception& e) {
+    // A missing or unreadable model is the common first-run mistake: say so, don't abort().
+    std::fprintf(stderr,
+                 "bench_engine: %s\n(--model GGUF; scripts/setup-model.sh fetches the "
+                 "default)\n",
+                 e.what());
+    return 1;
+  }
 
   // The prompt: the code corpus, repeated to length.
   std::string text;
@@ -258,7 +283,14 @@ int main(int argc, char** argv) {
       }
       file = llama_out;
     }
-    if (!file.empty() && fs::exists(file)) l.j = nlohmann::json::parse(std::ifstream(file));
+    if (!file.empty() && fs::exists(file)) {
+      l.j = nlohmann::json::parse(std::ifstream(file), nullptr, /*allow_exceptions=*/false);
+      if (l.j.is_discarded() || !l.j.is_object()) {
+        std::printf("%s is not a JSON object; llama.cpp's columns stay empty this round\n",
+                    file.c_str());
+        l.j = nlohmann::json();
+      }
+    }
     return l;
   };
 

@@ -23,9 +23,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -211,6 +213,19 @@ Row run_config(const Config& cfg, const std::vector<graph::Task>& tasks, const g
   return row;
 }
 
+// A whole-string integer of at least `min` for option `name`; exits with a message otherwise.
+int int_option(const std::string& name, const std::string& value, int min) {
+  int v = 0;
+  const char* end = value.data() + value.size();
+  const auto r = std::from_chars(value.data(), end, v);
+  if (r.ec != std::errc() || r.ptr != end || v < min) {
+    std::fprintf(stderr, "bench_loop: %s wants an integer >= %d, got `%s`\n", name.c_str(), min,
+                 value.c_str());
+    std::exit(2);
+  }
+  return v;
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -239,11 +254,11 @@ int main(int argc, char** argv) {
     if (a == "--tasks") {
       tasks_path = value();
     } else if (a == "--limit") {
-      limit = std::stoi(value());
+      limit = int_option(a, value(), 0);
     } else if (a == "--every") {
-      every = std::max(1, std::stoi(value()));
+      every = int_option(a, value(), 1);
     } else if (a == "--attempts") {
-      attempts = std::stoi(value());
+      attempts = int_option(a, value(), 1);
     } else if (a == "--configs") {
       configs_arg = value();
     } else if (a == "--json") {
@@ -263,15 +278,27 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_loop: cannot read %s\n", tasks_path.c_str());
       return 2;
     }
-    int index = -1;
+    int index = -1, line_no = 0;
     for (std::string line; std::getline(in, line);) {
+      ++line_no;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       if (++index % every != 0) continue;
-      nlohmann::json j = nlohmann::json::parse(line);
-      const std::string id =
-          j.contains("id") ? j["id"].get<std::string>() : j["task_id"].get<std::string>();
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      const char* id_key = j.is_object() && j.contains("id") ? "id" : "task_id";
+      if (!j.is_object() || !j.contains(id_key) || !j[id_key].is_string()) {
+        std::fprintf(stderr,
+                     "bench_loop: %s:%d: not a task (a JSON object with a string `id` or "
+                     "`task_id`)\n",
+                     tasks_path.c_str(), line_no);
+        return 2;
+      }
+      const std::string id = j[id_key].get<std::string>();
       tasks.push_back({id, std::move(j)});
       if (limit > 0 && static_cast<int>(tasks.size()) >= limit) break;
+    }
+    if (tasks.empty()) {
+      std::fprintf(stderr, "bench_loop: %s holds no tasks\n", tasks_path.c_str());
+      return 2;
     }
   }
 

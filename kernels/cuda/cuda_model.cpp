@@ -701,7 +701,7 @@ TokenId CudaModel::sample(const Sequence& seq, const DeviceSampling& p, const To
   const bool masked = mask != nullptr && !mask->unconstrained();
   if (masked) m.set_banned(mask);
   cuda::sample(cs->d_logits_.as<float>(), m.cfg.vocab_size, masked ? m.d_banned : nullptr, p,
-               nullptr, m.d_token_out, m.stream->get());
+               m.d_token_out, m.stream->get());
   VSYNTH_CUDA_CHECK(cudaMemcpyAsync(m.h_token_out, m.d_token_out, sizeof(int32_t),
                                     cudaMemcpyDeviceToHost, m.stream->get()));
   m.stream->synchronize();
@@ -773,7 +773,7 @@ std::vector<TokenId> CudaModel::decode_batch_greedy(std::span<Sequence* const> s
                m.cfg.d_model);
       for (int r = 0; r < rows; ++r) {
         cuda::sample(m.logits + static_cast<size_t>(r) * V, m.cfg.vocab_size, nullptr,
-                     DeviceSampling{}, nullptr, m.d_token_out + r0 + r, s);
+                     DeviceSampling{}, m.d_token_out + r0 + r, s);
       }
     }
     VSYNTH_CUDA_CHECK(cudaMemcpyAsync(m.h_token_out, m.d_token_out, sizeof(int32_t) * n,

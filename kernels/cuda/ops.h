@@ -146,9 +146,6 @@ void attention(const KvLayout& L, const void* pool, int layer, const KvRows& row
 // ---- Sampling
 // ------------------------------------------------------------------------------------
 
-// Bytes of scratch sample() needs for a vocabulary of n.
-size_t sample_scratch_bytes(int64_t n);
-
 struct DeviceSampling {
   float temperature = 0.0f;  // <= 0: greedy (argmax; ties to the lowest id)
   int top_k = 40;            // 1..kMaxTopK; 0 = kMaxTopK candidates
@@ -161,8 +158,9 @@ inline constexpr int kMaxTopK = 256;
 // token[0] = a token drawn from logits[n] with `banned` applied (bit t of banned[t/32] set: t is
 // never picked; null: no mask). -1 when every token is banned. Temperature, top-k, top-p, min-p
 // as kernels/sampler/sampler.h, except that without top-k the candidates are capped at kMaxTopK.
-// One block: no host round trip, so a decode step and its sampling can share a graph.
+// One block, all its state in shared memory (no scratch): no host round trip, so a decode step
+// and its sampling can share a graph.
 void sample(const float* logits, int64_t n, const uint32_t* banned, const DeviceSampling& p,
-            void* scratch, int32_t* token, cudaStream_t s);
+            int32_t* token, cudaStream_t s);
 
 }  // namespace vsynth::kernels::cuda

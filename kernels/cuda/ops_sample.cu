@@ -187,14 +187,8 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-size_t sample_scratch_bytes(int64_t n) {
-  (void)n;
-  return 0;  // everything lives in shared memory
-}
-
 void sample(const float* logits, int64_t n, const uint32_t* banned, const DeviceSampling& p,
-            void* scratch, int32_t* token, cudaStream_t s) {
-  (void)scratch;
+            int32_t* token, cudaStream_t s) {
   if (n <= 0 || n > (int64_t{1} << 31) - 1) {
     throw CudaError("sample: vocabulary of " + std::to_string(n) + " tokens (valid 1..2^31-1)");
   }

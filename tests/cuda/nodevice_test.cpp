@@ -75,8 +75,7 @@ TEST_CASE("cuda: op arguments are checked before any launch", "[cuda]") {
   CHECK(i8.block_bytes % 256 == 0);
   DeviceSampling p;
   p.top_p = 0.0f;
-  CHECK_THROWS_WITH(sample(nullptr, 10, nullptr, p, nullptr, nullptr, nullptr),
-                    Contains("top_p in (0, 1]"));
+  CHECK_THROWS_WITH(sample(nullptr, 10, nullptr, p, nullptr, nullptr), Contains("top_p in (0, 1]"));
   CHECK_THROWS_WITH(quantize_q8(nullptr, 1, 48, nullptr, nullptr), Contains("multiple of 32"));
   RopeParams rp;
   rp.rope_dims = 3;

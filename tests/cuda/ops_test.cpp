@@ -327,7 +327,7 @@ TEST_CASE("cuda: sampling on the device (greedy, mask, top-k, top-p)", "[gpu]") 
   const auto run = [&](const DeviceSampling& p, const std::vector<uint32_t>* banned) {
     std::unique_ptr<Dev<uint32_t>> db;
     if (banned) db = std::make_unique<Dev<uint32_t>>(*banned);
-    sample(dl.get(), n, db ? db->get() : nullptr, p, nullptr, tok.get(), nullptr);
+    sample(dl.get(), n, db ? db->get() : nullptr, p, tok.get(), nullptr);
     return tok.host()[0];
   };
   DeviceSampling greedy;

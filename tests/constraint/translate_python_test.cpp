@@ -115,6 +115,9 @@ TEST_CASE("python: constructs outside the subset give unknown naming the constru
   // Nested functions, attribute assignment: unknown, never verified.
   CHECK(prove("def gcd(a, b):\n    def g(x):\n        return x\n    return g(a)\n", spec).verdict ==
         Verdict::Unknown);
+  const auto attr = prove("def gcd(a, b):\n    a.x = 1\n    return b\n", spec);
+  CHECK(attr.verdict == Verdict::Unknown);
+  CHECK_THAT(attr.message, Catch::Contains("assigning to `a.x`") && Catch::Contains("line 2"));
   // A string value: the proof cannot use it, so a path through it is not verified.
   const auto s = prove("def gcd(a, b):\n    s = str(a)\n    return len(s)\n", spec);
   CHECK(s.verdict == Verdict::Unknown);

@@ -249,7 +249,7 @@ TEST_CASE("validate.async: many items on a small pool, each gets exactly one res
 resources:
   box: { use: sandbox.bwrap, with: { workers: 3 } }
 stages:
-  validate: { use: validate.async, with: { sandbox: box, checks: [tests], timeout_ms: 1500 } }
+  validate: { use: validate.async, with: { sandbox: box, checks: [tests], timeout_ms: 3000 } }
 edges: [ validate.pass -> out, validate.fail -> out, validate.error -> out ]
 max_in_flight: 16
 )";

@@ -45,8 +45,7 @@ GgufMetaValue GgufMetaValue::string(std::string_view s) {
 
 void GgufMetaValue::put_string(std::string_view s) {
   put(uint64_t{s.size()});
-  const auto* p = reinterpret_cast<const std::byte*>(s.data());
-  bytes_.insert(bytes_.end(), p, p + s.size());
+  append_bytes(s.data(), s.size());
 }
 
 GgufMetaValue GgufMetaValue::array_of_arrays(std::span<const GgufMetaValue> elems) {

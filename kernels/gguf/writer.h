@@ -75,12 +75,19 @@ class GgufMetaValue {
     if constexpr (std::same_as<T, bool>) {
       bytes_.push_back(std::byte{v ? uint8_t{1} : uint8_t{0}});
     } else {
-      const auto* p = reinterpret_cast<const std::byte*>(&v);
-      bytes_.insert(bytes_.end(), p, p + sizeof v);
+      append_bytes(&v, sizeof v);
     }
   }
   void put_string(std::string_view s);
-  void append(const std::vector<std::byte>& b) { bytes_.insert(bytes_.end(), b.begin(), b.end()); }
+  void append(const std::vector<std::byte>& b) { append_bytes(b.data(), b.size()); }
+  // resize + memcpy rather than vector::insert: GCC 12 at -O3 reports false stringop-overflow /
+  // array-bounds errors for a range insert into a small vector (a Release build failed).
+  void append_bytes(const void* p, size_t n) {
+    if (n == 0) return;
+    const size_t at = bytes_.size();
+    bytes_.resize(at + n);
+    std::memcpy(bytes_.data() + at, p, n);
+  }
 
   GgufType type_;
   std::vector<std::byte> bytes_;

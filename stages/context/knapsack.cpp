@@ -1,6 +1,8 @@
 #include "stages/context/knapsack.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 
 namespace vsynth::stages::context {
 
@@ -14,40 +16,54 @@ KnapsackResult solve_knapsack(const std::vector<std::vector<Option>>& groups, ui
   const uint32_t cells = capacity / step;
   auto grid = [step](uint32_t cost) { return std::max<uint32_t>(1, (cost + step - 1) / step); };
 
-  // best[b]: the largest value with grid cost <= b using the groups seen so far; taken[g][b]:
-  // 1 + the option group g took to reach best[b] (0: none).
+  // best[b]: the largest value with grid cost <= b using the groups seen so far; taken[g *
+  // (cells + 1) + b]: 1 + the option group g took to reach best[b] (0: none). One block for
+  // all groups, and each option's grid cost computed once per group, not once per cell.
   std::vector<double> best(cells + 1, 0.0);
-  std::vector<std::vector<uint8_t>> taken(groups.size());
+  std::vector<uint8_t> taken(groups.size() * (std::size_t{cells} + 1), 0);
+  std::vector<uint32_t> cost;  // grid cost of each usable option of the group
+  std::vector<double> value;
+  std::vector<uint8_t> id;  // 1 + its index in the group
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const std::vector<Option>& opts = groups[g];
-    taken[g].assign(cells + 1, 0);
-    bool any = false;
-    for (const Option& o : opts) any |= o.value > 0 && grid(o.cost) <= cells;
-    if (!any) continue;
+    cost.clear();
+    value.clear();
+    id.clear();
+    uint32_t cheapest = UINT32_MAX;
+    for (std::size_t k = 0; k < opts.size() && k < 255; ++k) {
+      const Option& o = opts[k];
+      if (o.value <= 0) continue;
+      const uint32_t c = grid(o.cost);
+      if (c > cells) continue;
+      cost.push_back(c);
+      value.push_back(o.value);
+      id.push_back(static_cast<uint8_t>(k + 1));
+      cheapest = std::min(cheapest, c);
+    }
+    if (cost.empty()) continue;
+    uint8_t* const row = taken.data() + g * (std::size_t{cells} + 1);
     // Descending b reads best[b - c] before this group writes it: each group is used once.
-    for (uint32_t b = cells;; --b) {
+    // Below the cheapest option nothing fits: best[b] stays, row[b] stays 0.
+    for (uint32_t b = cells; b >= cheapest; --b) {
       double v = best[b];
       uint8_t pick = 0;
-      for (std::size_t k = 0; k < opts.size() && k < 255; ++k) {
-        const Option& o = opts[k];
-        if (o.value <= 0) continue;
-        const uint32_t c = grid(o.cost);
+      for (std::size_t k = 0; k < cost.size(); ++k) {
+        const uint32_t c = cost[k];
         if (c > b) continue;
-        const double cand = best[b - c] + o.value;
+        const double cand = best[b - c] + value[k];
         if (cand > v) {
           v = cand;
-          pick = static_cast<uint8_t>(k + 1);
+          pick = id[k];
         }
       }
       best[b] = v;
-      taken[g][b] = pick;
-      if (b == 0) break;
+      row[b] = pick;
     }
   }
   uint32_t b = cells;
   result.value = best[b];
   for (std::size_t g = groups.size(); g-- > 0;) {
-    const uint8_t pick = taken[g][b];
+    const uint8_t pick = taken[g * (std::size_t{cells} + 1) + b];
     if (pick == 0) continue;
     const Option& o = groups[g][pick - 1];
     result.choice[g] = pick - 1;

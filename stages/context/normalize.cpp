@@ -59,12 +59,35 @@ std::pair<uint32_t, uint32_t> receiver_of(TSNode call) {
   return {ts_node_start_byte(object), ts_node_start_byte(member)};
 }
 
+// What normalized_tokens() needs to know of a node type, worked out once per grammar symbol
+// of a call (the type name is a function of ts_node_symbol; the substring tests on it cost
+// more than the rest of the visit).
+enum TypeClass : uint8_t {
+  kKnown = 1,
+  kComment = 2,
+  kCall = 4,
+  kString = 8,
+  kNumber = 16,
+};
+
+uint8_t classify(std::string_view t) {
+  uint8_t k = kKnown;
+  if (t.find("comment") != std::string_view::npos) k |= kComment;  // is_comment()
+  if (is_call(t)) k |= kCall;
+  if (is_string_literal(t)) k |= kString;
+  if (is_number_literal(t)) k |= kNumber;
+  return k;
+}
+
 }  // namespace
 
 std::vector<uint64_t> normalized_tokens(const ast::ParsedFile& file, TSNode node) {
   std::vector<uint64_t> out;
   // Byte ranges of receivers to leave out, innermost last.
   std::vector<std::pair<uint32_t, uint32_t>> skip;
+  // TypeClass by symbol (0: not yet seen); ERROR (65535) and other large symbols are not kept.
+  constexpr TSSymbol kTableSize = 2048;
+  std::vector<uint8_t> classes;
   walk(node, [&](TSNode n) {
     const uint32_t s = ts_node_start_byte(n);
     while (!skip.empty() && skip.back().second <= s) skip.pop_back();
@@ -73,18 +96,26 @@ std::vector<uint64_t> normalized_tokens(const ast::ParsedFile& file, TSNode node
       if (ts_node_end_byte(n) <= skip.back().second) return false;
       return true;
     }
-    const std::string_view t = type_of(n);
-    if (is_comment(n)) return false;
-    if (is_call(t)) {
+    const TSSymbol sym = ts_node_symbol(n);
+    uint8_t k = 0;
+    if (sym < kTableSize) {
+      if (sym >= classes.size()) classes.resize(std::size_t{sym} + 1, 0);
+      if (classes[sym] == 0) classes[sym] = classify(type_of(n));
+      k = classes[sym];
+    } else {
+      k = classify(type_of(n));
+    }
+    if (k & kComment) return false;
+    if (k & kCall) {
       const auto r = receiver_of(n);
       if (r.second > r.first) skip.push_back(r);
       return true;
     }
-    if (is_string_literal(t)) {
+    if (k & kString) {
       out.push_back(fnv("S"));
       return false;
     }
-    if (is_number_literal(t)) {
+    if (k & kNumber) {
       out.push_back(fnv("N"));
       return false;
     }

@@ -59,9 +59,9 @@ std::string_view simple_name(std::string_view name) {
 // an error (a signature left unclosed at the cursor) is not the definition's body: the text in
 // between is, and it sits in the error. Such a definition is atomic at first and opened by
 // rows when it must be (split_unit).
-bool error_before(TSNode def, TSNode body) {
+bool error_before(TSTreeCursor* cursor, TSNode def, TSNode body) {
   bool error = false;
-  for_each_named_child(def, [&](TSNode c, const char*) {
+  for_each_named_child(cursor, def, [&](TSNode c, const char*) {
     error |= ts_node_start_byte(c) < ts_node_start_byte(body) && ts_node_has_error(c);
   });
   return error;
@@ -89,7 +89,8 @@ class Extractor {
         file_index_(file_index),
         arena_(arena),
         options_(options),
-        units_(units) {}
+        units_(units),
+        scan_(file.root()) {}
 
   // Members of `holder`, appended as units with `parent`; returns the last row they cover
   // (or `covered` when there are none).
@@ -129,6 +130,11 @@ class Extractor {
   const ExtractOptions& options_;
   std::vector<Unit>& units_;
   bool descend_ = false;  // members(): open children that share a covered row (split_rows)
+  // For the helpers that look at one node's children and call nothing that walks (decl_name,
+  // first_member, last_member, error_before): one cursor, reset per use, not one allocated per
+  // node; decl_name's breadth-first levels likewise. members() recurses and keeps its own.
+  mutable TreeCursor scan_;
+  mutable std::vector<TSNode> level_, next_;
 };
 
 std::string_view Extractor::indent_of(uint32_t row) const {
@@ -154,14 +160,16 @@ bool Extractor::blank_rows(int64_t first, int64_t last) const {
 std::string_view Extractor::decl_name(TSNode node) const {
   // Breadth-first through the declaration's naming parts (never its value, type or body):
   // `static int t[3] = {..}` -> t, `X: int = 3` -> X, `const f = ...` -> f.
-  std::vector<TSNode> level{node}, next;
+  std::vector<TSNode>& level = level_;
+  std::vector<TSNode>& next = next_;
+  level.assign(1, node);
   for (int depth = 0; depth < 5 && !level.empty(); ++depth) {
     next.clear();
     for (TSNode n : level) {
       if (lang_.is_identifier(n)) return file_.text(n);
       const std::string_view t = type_of(n);
       if (t == "qualified_identifier" || t == "scoped_identifier") return file_.text(n);
-      for_each_named_child(n, [&](TSNode c, const char* f) {
+      for_each_named_child(scan_.get(), n, [&](TSNode c, const char* f) {
         if (f && is_any(f, {"value", "right", "type", "body", "parameters", "arguments", "size",
                             "default_value", "result"})) {
           return;
@@ -322,7 +330,7 @@ Classified Extractor::classify(TSNode node, const Context& ctx) const {
 std::optional<TSNode> Extractor::first_member(TSNode holder, bool skip_docstring) const {
   std::optional<TSNode> found;
   bool first = true;
-  for_each_named_child(holder, [&](TSNode c, const char* f) {
+  for_each_named_child(scan_.get(), holder, [&](TSNode c, const char* f) {
     if (found || is_holder_field(f)) return;
     if (first && skip_docstring && type_of(c) == "expression_statement" &&
         ts_node_named_child_count(c) == 1 && type_of(ts_node_named_child(c, 0)) == "string") {
@@ -337,7 +345,7 @@ std::optional<TSNode> Extractor::first_member(TSNode holder, bool skip_docstring
 
 std::optional<TSNode> Extractor::last_member(TSNode holder) const {
   std::optional<TSNode> found;
-  for_each_named_child(holder, [&](TSNode c, const char* f) {
+  for_each_named_child(scan_.get(), holder, [&](TSNode c, const char* f) {
     if (!is_holder_field(f)) found = c;
   });
   return found;
@@ -386,7 +394,7 @@ int32_t Extractor::add_unit(TSNode node, uint32_t first_row, int32_t parent, con
   // A container needs its members on rows of their own, between its header and closing rows.
   bool container = false;
   uint32_t header_last = node_last;
-  if (!ts_node_is_null(k.body) && !error_before(k.def, k.body)) {
+  if (!ts_node_is_null(k.body) && !error_before(scan_.get(), k.def, k.body)) {
     const bool python = style_.indented_body;
     const std::optional<TSNode> first = first_member(k.body, python);
     const std::optional<TSNode> last = last_member(k.body);
@@ -550,7 +558,7 @@ bool Extractor::split_body(uint32_t index, TSNode node) {
     });
   }
   if (ts_node_is_null(body)) return false;
-  if (error_before(def, body)) return false;  // split_rows opens it
+  if (error_before(scan_.get(), def, body)) return false;  // split_rows opens it
   // A body may hold a single block (a Python function's `block`, a C `compound_statement`).
   const std::optional<TSNode> first = first_member(body, false);
   const std::optional<TSNode> last = last_member(body);

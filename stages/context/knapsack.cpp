@@ -19,7 +19,7 @@ KnapsackResult solve_knapsack(const std::vector<std::vector<Option>>& groups, ui
   // best[b]: the largest value with grid cost <= b using the groups seen so far; taken[g *
   // (cells + 1) + b]: 1 + the option group g took to reach best[b] (0: none). One block for
   // all groups, and each option's grid cost computed once per group, not once per cell.
-  std::vector<double> best(cells + 1, 0.0);
+  std::vector<double> best(cells + 1, 0.0), next(cells + 1, 0.0);
   std::vector<uint8_t> taken(groups.size() * (std::size_t{cells} + 1), 0);
   std::vector<uint32_t> cost;  // grid cost of each usable option of the group
   std::vector<double> value;
@@ -29,7 +29,6 @@ KnapsackResult solve_knapsack(const std::vector<std::vector<Option>>& groups, ui
     cost.clear();
     value.clear();
     id.clear();
-    uint32_t cheapest = UINT32_MAX;
     for (std::size_t k = 0; k < opts.size() && k < 255; ++k) {
       const Option& o = opts[k];
       if (o.value <= 0) continue;
@@ -38,27 +37,32 @@ KnapsackResult solve_knapsack(const std::vector<std::vector<Option>>& groups, ui
       cost.push_back(c);
       value.push_back(o.value);
       id.push_back(static_cast<uint8_t>(k + 1));
-      cheapest = std::min(cheapest, c);
     }
     if (cost.empty()) continue;
     uint8_t* const row = taken.data() + g * (std::size_t{cells} + 1);
-    // Descending b reads best[b - c] before this group writes it: each group is used once.
-    // Below the cheapest option nothing fits: best[b] stays, row[b] stays 0.
-    for (uint32_t b = cells; b >= cheapest; --b) {
-      double v = best[b];
-      uint8_t pick = 0;
-      for (std::size_t k = 0; k < cost.size(); ++k) {
-        const uint32_t c = cost[k];
-        if (c > b) continue;
-        const double cand = best[b - c] + value[k];
-        if (cand > v) {
-          v = cand;
-          pick = id[k];
+    // next[b] = max(best[b], best[b - c_k] + v_k over the options k with c_k <= b), the first
+    // option that is strictly better winning a tie, as a per-cell loop over the options
+    // would: one pass per option over the cells (tight loops over contiguous memory),
+    // reading only `best`, so each group is used once.
+    std::copy(best.begin(), best.end(), next.begin());
+    for (std::size_t k = 0; k < cost.size(); ++k) {
+      const uint32_t c = cost[k];
+      const double v = value[k];
+      const uint8_t pick = id[k];
+      // Cells c..cells: to[i] is cell c + i, from[i] cell i.
+      const std::size_t n = std::size_t{cells} + 1 - c;
+      const double* const from = best.data();
+      double* const to = next.data() + c;
+      uint8_t* const at = row + c;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double cand = from[i] + v;
+        if (cand > to[i]) {
+          to[i] = cand;
+          at[i] = pick;
         }
       }
-      best[b] = v;
-      row[b] = pick;
     }
+    best.swap(next);
   }
   uint32_t b = cells;
   result.value = best[b];

@@ -74,4 +74,17 @@ void for_each_named_child(TSNode n, Visit&& visit) {
   } while (ts_tree_cursor_goto_next_sibling(c));
 }
 
+// As above, through `c` reset to `n`: no cursor allocated per call (a hot loop's helpers share
+// one). `visit` must not use `c`.
+template <class Visit>
+void for_each_named_child(TSTreeCursor* c, TSNode n, Visit&& visit) {
+  if (ts_node_is_null(n)) return;
+  ts_tree_cursor_reset(c, n);
+  if (!ts_tree_cursor_goto_first_child(c)) return;
+  do {
+    const TSNode child = ts_tree_cursor_current_node(c);
+    if (ts_node_is_named(child)) visit(child, ts_tree_cursor_current_field_name(c));
+  } while (ts_tree_cursor_goto_next_sibling(c));
+}
+
 }  // namespace vsynth::stages::context

@@ -674,16 +674,27 @@ std::string_view rows_text(const ast::ParsedFile& file, uint32_t first, uint32_t
 }
 
 TSNode unit_node(const ast::ParsedFile& file, const Unit& unit) {
-  TSNode n = ts_node_descendant_for_byte_range(file.root(), unit.node_start, unit.node_end);
-  if (ts_node_is_null(n)) return n;
-  for (;;) {
-    const TSNode p = ts_node_parent(n);
-    if (ts_node_is_null(p) || ts_node_start_byte(p) != unit.node_start ||
-        ts_node_end_byte(p) != unit.node_end || ts_node_eq(p, file.root())) {
-      return n;
-    }
-    n = p;
+  // The outermost node below the root spanning exactly node_start..node_end, else the deepest
+  // one containing that range: what ts_node_descendant_for_byte_range and a climb through
+  // ts_node_parent while the range stays the same give, in one descent (ts_node_parent walks
+  // down from the root each time, O(depth x siblings) per step: on a file whose tail is one
+  // ERROR node with thousands of children that was most of the call). Siblings end in
+  // order, so at each level the first child ending at or after max(end, start + 1) is the
+  // only one that can contain the range (zero-width children never do): it does when it
+  // starts at or before the range.
+  const uint32_t s = unit.node_start, e = unit.node_end;
+  const uint32_t goal = std::max(e, s == UINT32_MAX ? s : s + 1);
+  const TSNode root = file.root();
+  TreeCursor tc(root);
+  TSTreeCursor* c = tc.get();
+  TSNode found = root;
+  while (ts_tree_cursor_goto_first_child_for_byte(c, goal) >= 0) {
+    const TSNode n = ts_tree_cursor_current_node(c);
+    if (ts_node_start_byte(n) > s) break;
+    found = n;
+    if (ts_node_start_byte(n) == s && ts_node_end_byte(n) == e) break;
   }
+  return found;
 }
 
 std::vector<Unit> extract_units(const ast::ParsedFile& file, uint32_t file_index,

@@ -164,11 +164,16 @@ std::string_view Extractor::decl_name(TSNode node) const {
   std::vector<TSNode>& next = next_;
   level.assign(1, node);
   for (int depth = 0; depth < 5 && !level.empty(); ++depth) {
-    next.clear();
+    // The first naming node of this level, in order; only then the next level's nodes (never
+    // after the last level: nothing would look at them).
     for (TSNode n : level) {
       if (lang_.is_identifier(n)) return file_.text(n);
       const std::string_view t = type_of(n);
       if (t == "qualified_identifier" || t == "scoped_identifier") return file_.text(n);
+    }
+    if (depth == 4) break;
+    next.clear();
+    for (TSNode n : level) {
       for_each_named_child(scan_.get(), n, [&](TSNode c, const char* f) {
         if (f && is_any(f, {"value", "right", "type", "body", "parameters", "arguments", "size",
                             "default_value", "result"})) {
@@ -389,7 +394,10 @@ int32_t Extractor::add_unit(TSNode node, uint32_t first_row, int32_t parent, con
   u.indent = indent_of(node_row);
   const std::string_view comments =
       first_row < node_row ? rows_text(file_, first_row, node_row - 1) : std::string_view();
-  const std::string doc = options_.doc_line ? first_doc_line(file_, k.def, comments) : "";
+  // Only function signatures and container headers show the doc line: found for those alone.
+  auto doc_line = [&]() -> std::string {
+    return options_.doc_line ? first_doc_line(file_, k.def, comments) : "";
+  };
 
   // A container needs its members on rows of their own, between its header and closing rows.
   bool container = false;
@@ -414,6 +422,7 @@ int32_t Extractor::add_unit(TSNode node, uint32_t first_row, int32_t parent, con
     u.last_row = header_last;
     u.full = rows_text(file_, first_row, header_last);
     if (!is_preproc_block(type_of(k.def)) && type_of(k.def) != "linkage_specification") {
+      const std::string doc = doc_line();
       u.signature = store(container_header(file_, node, k.body, u.indent, doc, true));
       u.name_form = store(container_header(file_, node, k.body, u.indent, doc, false));
     }
@@ -441,7 +450,7 @@ int32_t Extractor::add_unit(TSNode node, uint32_t first_row, int32_t parent, con
     case UnitKind::Function:
     case UnitKind::Method:
     case UnitKind::Constructor:
-      sig = function_signature(file_, node, k.def, u.indent, doc);
+      sig = function_signature(file_, node, k.def, u.indent, doc_line());
       break;
     case UnitKind::Global:
     case UnitKind::Field:

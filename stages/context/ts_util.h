@@ -4,13 +4,37 @@
 
 #include <tree_sitter/api.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 
 namespace vsynth::stages::context {
 
+// The grammar's id for field `name`, remembered per (language, name pointer): tree-sitter
+// finds it by comparing `name` with each field name of the grammar in turn, on every call.
+// `name` must have static storage (a string literal), as every caller's has.
+inline TSFieldId field_id(const TSLanguage* language, const char* name) {
+  struct Entry {
+    const TSLanguage* language = nullptr;
+    const char* name = nullptr;
+    TSFieldId id = 0;
+  };
+  thread_local Entry cache[64];
+  const auto slot = ((reinterpret_cast<std::uintptr_t>(name) >> 2) ^
+                     (reinterpret_cast<std::uintptr_t>(language) >> 4)) &
+                    63u;
+  Entry& e = cache[slot];
+  if (e.language != language || e.name != name) {
+    e = Entry{
+        language, name,
+        ts_language_field_id_for_name(language, name, static_cast<uint32_t>(std::strlen(name)))};
+  }
+  return e.id;
+}
+
 inline TSNode field(TSNode n, const char* name) {
-  return ts_node_child_by_field_name(n, name, static_cast<uint32_t>(std::strlen(name)));
+  if (ts_node_is_null(n)) return n;
+  return ts_node_child_by_field_id(n, field_id(ts_tree_language(n.tree), name));
 }
 
 inline std::string_view type_of(TSNode n) {

@@ -420,6 +420,10 @@ Anchor anchor(const ParsedFile& file, const Cursor& cursor, const AnchorOptions&
           a.imports.push_back(info_of(n, definition_name(file, n, *r)));
         } else {
           descend_imports = !scope_of(lang, n) || encloses_cursor(n);
+          // A statement whose grammar holds no import, parsed without error: nothing to find.
+          if (descend_imports && lang.is_import_free(n) && !ts_node_has_error(n)) {
+            descend_imports = false;
+          }
         }
       }
       bool descend_ids = false;

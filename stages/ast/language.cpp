@@ -15,6 +15,7 @@ Language::Language(const LanguageSpec& spec) : spec_(&spec), ts_(spec.grammar())
   imports_ = index_rules(spec.nodes.imports);
   packages_ = index_rules(spec.nodes.packages);
   identifiers_ = index_names(spec.nodes.identifiers);
+  import_free_ = index_names(spec.import_free);
   std::vector<std::string_view> parents;
   for (const NamingParent& p : spec.nodes.naming_parents) parents.push_back(p.parent_kind);
   naming_ = index_names(parents);
@@ -69,6 +70,12 @@ bool Language::is_identifier(TSNode node) const {
   if (ts_node_is_null(node) || !ts_node_is_named(node)) return false;
   const TSSymbol sym = ts_node_symbol(node);
   return sym < identifiers_.size() && identifiers_[sym] != 0;
+}
+
+bool Language::is_import_free(TSNode node) const {
+  if (ts_node_is_null(node) || !ts_node_is_named(node)) return false;
+  const TSSymbol sym = ts_node_symbol(node);
+  return sym < import_free_.size() && import_free_[sym] != 0;
 }
 
 std::string_view Language::naming_field(TSNode parent) const {

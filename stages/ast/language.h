@@ -53,6 +53,9 @@ class Language {
     return match(packages_, nodes().packages, node);
   }
   bool is_identifier(TSNode node) const;
+  // Whether `node` is of a kind in the spec's import_free list (its error-free subtree holds
+  // no import).
+  bool is_import_free(TSNode node) const;
   // The field a NamingParent of this type names its anonymous child function with, or "".
   std::string_view naming_field(TSNode parent) const;
 
@@ -72,7 +75,8 @@ class Language {
 
   const LanguageSpec* spec_;
   const TSLanguage* ts_;
-  SymbolIndex functions_, classes_, namespaces_, imports_, packages_, identifiers_, naming_;
+  SymbolIndex functions_, classes_, namespaces_, imports_, packages_, identifiers_, naming_,
+      import_free_;
   std::vector<std::string> unknown_kinds_;
 };
 

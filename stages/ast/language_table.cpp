@@ -31,6 +31,11 @@ constexpr KindRule kPyImports[] = {{"import_statement", N::Text},
                                    {"future_import_statement", N::Text}};
 constexpr sv kPyIdentifiers[] = {"identifier"};
 constexpr NamingParent kPyNaming[] = {{"assignment", "left"}};
+// The grammar's simple statements other than imports: expressions only, never a statement.
+constexpr sv kPyImportFree[] = {"expression_statement", "assert_statement",   "return_statement",
+                                "delete_statement",     "raise_statement",    "pass_statement",
+                                "break_statement",      "continue_statement", "global_statement",
+                                "nonlocal_statement",   "print_statement",    "exec_statement"};
 
 // --- C ---
 constexpr sv kCExt[] = {".c", ".h"};
@@ -156,7 +161,8 @@ constexpr LanguageSpec kSpecs[] = {
      kPyExt,
      tree_sitter_python,
      {kPyFunctions, kPyClasses, {}, kPyImports, {}, kPyIdentifiers, kPyNaming},
-     /*indent_scoped=*/true},
+     /*indent_scoped=*/true,
+     kPyImportFree},
     {"c", kCExt, tree_sitter_c, {kCFunctions, kCClasses, {}, kCImports, {}, kCIdentifiers, {}}},
     {"cpp",
      kCppExt,

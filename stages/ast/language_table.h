@@ -59,6 +59,11 @@ struct LanguageSpec {
   // Blocks end where indentation does (Python): a tree-sitter block stops at its last
   // statement, so a cursor on a fresh indented line below it is placed by its indentation.
   bool indent_scoped = false;
+  // Statement kinds whose error-free subtrees can hold no import (the grammar allows none
+  // inside them: Python's simple statements). The anchor's import search does not walk into
+  // them; a subtree with a syntax error is walked all the same (error recovery can nest
+  // anything). Empty: every subtree is walked.
+  std::span<const std::string_view> import_free = {};
 };
 
 // Every language this build knows, in a fixed order.

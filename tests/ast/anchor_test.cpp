@@ -225,6 +225,36 @@ TEST_CASE("anchoring: imports inside a function are visible only there", "[ast][
   CHECK(ast::anchor(cfile, ast::Cursor::at_byte(cpp.at("lambda"))).imports.size() == 3);
 }
 
+TEST_CASE("anchoring: imports are found in a file broken at the cursor", "[ast][anchor]") {
+  // The IDE case: the cursor's line is unfinished (a bracket open), so tree-sitter's recovery
+  // wraps the rest of the function in ERROR nodes. The import search skips only error-free
+  // simple statements (LanguageSpec::import_free): the module's imports and the function's own
+  // import before the break are all found, and the function's import only inside it. (Imports
+  // *after* an unclosed bracket are not import nodes in the recovered tree at all.)
+  const std::string src =
+      "import os\n"
+      "from json import loads as parse\n"
+      "def g():\n"
+      "    return os.name\n"
+      "def f():\n"
+      "    import sys\n"
+      "    y = compute(os.sep,\n"
+      "    return parse(sys.argv[1])\n";
+  const ast::ParsedFile file = ast::ParsedFile::from_path("broken.py", src);
+  REQUIRE(ts_node_has_error(ts_tree_root_node(file.tree())));
+  const auto names_at = [&](const char* marker) {
+    const ast::Anchor a =
+        ast::anchor(file, ast::Cursor::at_byte(static_cast<uint32_t>(src.find(marker))));
+    std::vector<std::string> names;
+    for (const auto& i : a.imports) names.emplace_back(i.name);
+    return names;
+  };
+  CHECK(names_at("parse(sys") ==
+        std::vector<std::string>{"import os", "from json import loads as parse", "import sys"});
+  CHECK(names_at("os.name") ==
+        std::vector<std::string>{"import os", "from json import loads as parse"});
+}
+
 TEST_CASE("anchoring: the three cursor conventions agree", "[ast][anchor]") {
   const auto s = ast::test::load_sample("sample.java");
   const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);

@@ -85,16 +85,7 @@ bool ProjectIndex::update(const std::string& path, std::string_view source) {
 }
 
 bool ProjectIndex::update(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed) {
-  auto it = files_.find(path);
-  if (it != files_.end()) {
-    File& f = *it->second;
-    if (f.parsed == parsed || f.parsed->source() == parsed->source()) return false;
-    unindex(f);
-    ast::retire(std::exchange(f.parsed, std::move(parsed)));  // freed off the request path
-    index(f, nullptr);
-    return true;
-  }
-  return adopt(path, std::move(parsed), nullptr);
+  return replace(path, std::move(parsed), nullptr);
 }
 
 bool ProjectIndex::update(const std::string& path, std::shared_ptr<const FileUnits> units) {
@@ -105,6 +96,11 @@ bool ProjectIndex::update(const std::string& path, std::shared_ptr<const FileUni
         path));
   }
   std::shared_ptr<const ast::ParsedFile> parsed = units->file;
+  return replace(path, std::move(parsed), std::move(units));
+}
+
+bool ProjectIndex::replace(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed,
+                           std::shared_ptr<const FileUnits> units) {
   auto it = files_.find(path);
   if (it != files_.end()) {
     File& f = *it->second;

@@ -77,6 +77,10 @@ class ProjectIndex {
   std::vector<std::string_view> names_used_by(const File& file, uint32_t unit) const;
 
  private:
+  // update() of a file by its new parse (and its extracted units when the caller has them,
+  // else nullptr: index() extracts): false when the text is unchanged.
+  bool replace(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed,
+               std::shared_ptr<const FileUnits> units);
   bool adopt(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed,
              std::shared_ptr<const FileUnits> units);
   void unindex(File& f);

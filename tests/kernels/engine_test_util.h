@@ -112,21 +112,18 @@ struct LogitsComparison {
   // Top-1 agreement of `ours` with the reference over rows where the reference leads by at
   // least `margin` logits: {agreeing, rows}.
   std::pair<size_t, size_t> decisive_agreement(float margin) const {
-    size_t agree = 0, n = 0;
-    for (size_t i = 0; i < ref_margin.size(); ++i) {
-      if (ref_margin[i] < margin) continue;
-      ++n;
-      agree += our_top1[i] == ref_top1[i];
-    }
-    return {agree, n};
+    return count_decisive(margin, ref_top1);
   }
   // The same between two runs of ours (e.g. INT8 vs FP16 KV), on the reference's decisive rows.
   std::pair<size_t, size_t> decisive_agreement(const LogitsComparison& other, float margin) const {
+    return count_decisive(margin, other.our_top1);
+  }
+  std::pair<size_t, size_t> count_decisive(float margin, const std::vector<int32_t>& top1) const {
     size_t agree = 0, n = 0;
-    for (size_t i = 0; i < ref_margin.size() && i < other.our_top1.size(); ++i) {
+    for (size_t i = 0; i < ref_margin.size() && i < top1.size(); ++i) {
       if (ref_margin[i] < margin) continue;
       ++n;
-      agree += our_top1[i] == other.our_top1[i];
+      agree += our_top1[i] == top1[i];
     }
     return {agree, n};
   }

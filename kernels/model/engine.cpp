@@ -118,6 +118,16 @@ void matvec_group(std::initializer_list<MatvecJob> jobs) {
       tbb::simple_partitioner());
 }
 
+// h W^T for each job over m rows: decode (m == 1) runs the projections of one input as one
+// parallel group, prefill runs each as a matmul (parallel over rows inside).
+void project(int32_t m, std::initializer_list<MatvecJob> jobs) {
+  if (m == 1) {
+    matvec_group(jobs);
+    return;
+  }
+  for (const MatvecJob& j : jobs) linear(*j.w, j.x, m, j.y);
+}
+
 class ModelImpl;
 
 class SequenceImpl final : public Sequence {
@@ -154,7 +164,7 @@ class SequenceImpl final : public Sequence {
   std::vector<float> logits_;  // rows of vocab floats
   size_t logits_rows_ = 0;
   // Scratch, sized for the largest chunk seen.
-  std::vector<float> x_, h_, q_, k_, v_, att_, o_, g_, u_, cos_, sin_;
+  std::vector<float> x_, h_, q_, k_, v_, att_, o_, g_, u_;
 };
 
 class ModelImpl final : public Model {
@@ -351,13 +361,7 @@ void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_ro
     const bool sliding = c.layer_sliding[static_cast<size_t>(l)];
 
     rms_norm(vk, x, L.attn_norm, h, m, d, c.rms_eps);
-    if (m == 1) {
-      matvec_group({{&L.wq, h, q}, {&L.wk, h, k}, {&L.wv, h, v}});
-    } else {
-      linear(L.wq, h, m, q);
-      linear(L.wk, h, m, k);
-      linear(L.wv, h, m, v);
-    }
+    project(m, {{&L.wq, h, q}, {&L.wk, h, k}, {&L.wv, h, v}});
     if (c.qkv_bias) {
       for (int32_t t = 0; t < m; ++t) {
         vk.add(q + static_cast<size_t>(t) * qn, L.bq, qn);
@@ -389,12 +393,7 @@ void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_ro
     vk.add(x, o, m * d);
 
     rms_norm(vk, x, L.ffn_norm, h, m, d, c.rms_eps);
-    if (m == 1) {
-      matvec_group({{&L.w_gate, h, gt}, {&L.w_up, h, up}});
-    } else {
-      linear(L.w_gate, h, m, gt);
-      linear(L.w_up, h, m, up);
-    }
+    project(m, {{&L.w_gate, h, gt}, {&L.w_up, h, up}});
     if (c.ffn_act == FfnActivation::GeluTanh) {
       vk.gelu_mul(gt, up, m * F);
     } else {

@@ -131,12 +131,6 @@ void silu_mul_scalar(float* g, const float* u, int n) {
   for (int i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
-double sum_squares_scalar(const float* x, int n) {
-  double s = 0.0;
-  for (int i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
-  return s;
-}
-
 void scale_mul_scalar(const float* x, float s, const float* w, float* y, int n) {
   for (int i = 0; i < n; ++i) y[i] = x[i] * s * (w ? w[i] : 1.0f);
 }
@@ -145,7 +139,7 @@ void add_scalar(float* y, const float* x, int n) {
   for (int i = 0; i < n; ++i) y[i] += x[i];
 }
 
-const Kernels kScalar = {
+constexpr Kernels kScalar = {
     .scores = scores_scalar,
     .accumulate = accumulate_scalar,
     .scores_i8 = scores_i8_scalar,
@@ -154,10 +148,10 @@ const Kernels kScalar = {
     .i8_to_f32 = i8_to_f32_scalar,
     .gelu_mul = gelu_mul_scalar,
     .silu_mul = silu_mul_scalar,
-    .sum_squares = sum_squares_scalar,
     .scale_mul = scale_mul_scalar,
     .add = add_scalar,
 };
+static_assert(complete(kScalar));
 
 // ---------------------------------------------------------------------------------------------
 // AVX2 + FMA versions
@@ -396,19 +390,6 @@ VSYNTH_AVX2 void silu_mul_avx2(float* g, const float* u, int n) {
   silu_mul_scalar(g + i, u + i, n - i);
 }
 
-VSYNTH_AVX2 double sum_squares_avx2(const float* x, int n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-  int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
-    a0 = _mm256_fmadd_ps(v0, v0, a0);
-    a1 = _mm256_fmadd_ps(v1, v1, a1);
-  }
-  double s = hsum(_mm256_add_ps(a0, a1));
-  for (; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
-  return s;
-}
-
 VSYNTH_AVX2 void scale_mul_avx2(const float* x, float s, const float* w, float* y, int n) {
   const __m256 sv = _mm256_set1_ps(s);
   int i = 0;
@@ -428,7 +409,7 @@ VSYNTH_AVX2 void add_avx2(float* y, const float* x, int n) {
   for (; i < n; ++i) y[i] += x[i];
 }
 
-const Kernels kAvx2 = {
+constexpr Kernels kAvx2 = {
     .scores = scores_avx2,
     .accumulate = accumulate_avx2,
     .scores_i8 = scores_i8_avx2,
@@ -437,10 +418,10 @@ const Kernels kAvx2 = {
     .i8_to_f32 = i8_to_f32_avx2,
     .gelu_mul = gelu_mul_avx2,
     .silu_mul = silu_mul_avx2,
-    .sum_squares = sum_squares_avx2,
     .scale_mul = scale_mul_avx2,
     .add = add_avx2,
 };
+static_assert(complete(kAvx2));
 #endif
 
 }  // namespace

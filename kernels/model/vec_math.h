@@ -1,5 +1,5 @@
 // Small fp32 vector kernels for the forward pass and attention (internal to kernels/): score
-// tiles, weighted row sums, exp, int8 decoding, activations, sums of squares.
+// tiles, weighted row sums, exp, int8 decoding, activations, scaling and adds.
 //
 // Two implementations: portable C++ and AVX2/FMA/F16C (compiled with per-function target
 // attributes, so this file needs no special flags). vec_kernels() returns the one matching
@@ -33,13 +33,20 @@ struct Kernels {
   // g[i] = gelu_tanh(g[i]) * u[i] (ggml's fp16-table GELU)   /   g[i] = silu(g[i]) * u[i].
   void (*gelu_mul)(float* g, const float* u, int n);
   void (*silu_mul)(float* g, const float* u, int n);
-  // sum of x[i]^2 (fp32 lanes, summed in double at the end).
-  double (*sum_squares)(const float* x, int n);
   // y[i] = x[i] * s * w[i]   (RMSNorm's scale-and-weight step; w may be null).
   void (*scale_mul)(const float* x, float s, const float* w, float* y, int n);
   // y[i] += x[i]
   void (*add)(float* y, const float* x, int n);
 };
+
+// Whether every entry of k is set; each table (designated initializers) static_asserts it, so an
+// entry left out is a compile error rather than a null call at run time.
+constexpr bool complete(const Kernels& k) {
+  return k.scores != nullptr && k.accumulate != nullptr && k.scores_i8 != nullptr &&
+         k.accumulate_i8 != nullptr && k.exp_sum != nullptr && k.i8_to_f32 != nullptr &&
+         k.gelu_mul != nullptr && k.silu_mul != nullptr && k.scale_mul != nullptr &&
+         k.add != nullptr;
+}
 
 const Kernels& vec_kernels();
 const Kernels& vec_kernels_scalar();

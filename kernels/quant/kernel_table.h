@@ -63,6 +63,18 @@ struct KernelTable {
   DotFn dot_q6_k;
 };
 
+// Whether every entry of t is set. Each table's translation unit static_asserts it: tables are
+// written with designated initializers (an entry is named, so it cannot land in a neighbour's
+// slot), and this makes an entry left out a compile error on every compiler rather than a null
+// call at run time.
+constexpr bool complete(const KernelTable& t) {
+  return t.name != nullptr && t.quantize_a32 != nullptr && t.quantize_a256 != nullptr &&
+         t.f16_to_f32 != nullptr && t.f32_to_f16 != nullptr && t.dot_f32 != nullptr &&
+         t.dot_f16 != nullptr && t.dot_bf16 != nullptr && t.dot_q4_0 != nullptr &&
+         t.dot_q5_0 != nullptr && t.dot_q8_0 != nullptr && t.dot_q4_k != nullptr &&
+         t.dot_q5_k != nullptr && t.dot_q6_k != nullptr;
+}
+
 // The dot kernel of table for weight type t; nullptr if t has none.
 DotFn dot_for(const KernelTable& table, DType t);
 

@@ -231,21 +231,22 @@ void dot_cols(int64_t k, const void* w, const void* act, size_t act_stride, int 
 }
 
 constexpr KernelTable kScalar = {
-    "scalar",
-    quantize_a32,
-    quantize_a256,
-    f16_to_f32_row,
-    f32_to_f16_row,
-    dot_cols<dot1_f32>,
-    dot_cols<dot1_f16>,
-    dot_cols<dot1_bf16>,
-    dot_cols<dot1_q4_0>,
-    dot_cols<dot1_q5_0>,
-    dot_cols<dot1_q8_0>,
-    dot_cols<dot1_qk_affine<false>>,
-    dot_cols<dot1_qk_affine<true>>,
-    dot_cols<dot1_q6_k>,
+    .name = "scalar",
+    .quantize_a32 = quantize_a32,
+    .quantize_a256 = quantize_a256,
+    .f16_to_f32 = f16_to_f32_row,
+    .f32_to_f16 = f32_to_f16_row,
+    .dot_f32 = dot_cols<dot1_f32>,
+    .dot_f16 = dot_cols<dot1_f16>,
+    .dot_bf16 = dot_cols<dot1_bf16>,
+    .dot_q4_0 = dot_cols<dot1_q4_0>,
+    .dot_q5_0 = dot_cols<dot1_q5_0>,
+    .dot_q8_0 = dot_cols<dot1_q8_0>,
+    .dot_q4_k = dot_cols<dot1_qk_affine<false>>,
+    .dot_q5_k = dot_cols<dot1_qk_affine<true>>,
+    .dot_q6_k = dot_cols<dot1_q6_k>,
 };
+static_assert(complete(kScalar));
 
 }  // namespace
 

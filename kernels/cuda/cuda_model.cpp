@@ -1,143 +1,22 @@
 // CudaModel and its Sequence: the forward pass of kernels/model/engine.cpp on the device (see
-// cuda_model.h for the step structure and the differences from the CPU engine).
+// cuda_model.h for the step structure and the differences from the CPU engine). Weight upload is
+// in cuda_weights.cpp, the KV pool and activation buffers in cuda_plan.cpp.
 #include "kernels/cuda/cuda_model.h"
+
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <mutex>
-#include <numeric>
 #include <utility>
 
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/gemm.h"
-#include "kernels/cuda/memory.h"
-#include "kernels/gguf/reader.h"
-#include "kernels/model/weights.h"
+#include "kernels/cuda/cuda_model_impl.h"
 
 namespace vsynth::kernels::cuda {
 
-namespace {
-
-constexpr int kBlockTokens = 32;
-constexpr int kMaxChunk = 512;  // prefill chunk, as the CPU engine
-constexpr int kLogitRows = 64;  // logits rows per output projection in prefill_all
-constexpr int64_t kMaxSlabElems = int64_t{64} << 20;  // fp16 weight slab of the GEMM (128 MiB)
-
-size_t pad256(size_t n) {
-  return (n + 255) / 256 * 256;
-}
-
-struct DevLayer {
-  const float *attn_norm = nullptr, *bq = nullptr, *bk = nullptr, *bv = nullptr;
-  const float *q_norm = nullptr, *k_norm = nullptr, *post_attn_norm = nullptr;
-  const float *ffn_norm = nullptr, *post_ffn_norm = nullptr;
-  DeviceWeight wq, wk, wv, wo, w_gate, w_up, w_down;
-};
-
-// Host bookkeeping of the device KV blocks: free list and reference counts (forks share blocks).
-class BlockPool {
- public:
-  explicit BlockPool(int32_t capacity) : refs_(static_cast<size_t>(capacity), 0) {
-    free_.resize(static_cast<size_t>(capacity));
-    std::iota(free_.rbegin(), free_.rend(), 0);  // hand out low ids first
-  }
-  int32_t allocate() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_.empty()) {
-      throw EngineError("CUDA KV pool exhausted: all " + std::to_string(refs_.size()) +
-                        " blocks of " + std::to_string(kBlockTokens) +
-                        " tokens are in use (raise ModelOptions::kv_pool_tokens)");
-    }
-    const int32_t id = free_.back();
-    free_.pop_back();
-    refs_[static_cast<size_t>(id)] = 1;
-    return id;
-  }
-  void retain(int32_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++refs_[static_cast<size_t>(id)];
-  }
-  void release(int32_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--refs_[static_cast<size_t>(id)] == 0) free_.push_back(id);
-  }
-  int32_t refcount(int32_t id) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return refs_[static_cast<size_t>(id)];
-  }
-  int64_t used() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return static_cast<int64_t>(refs_.size() - free_.size());
-  }
-  int64_t capacity() const { return static_cast<int64_t>(refs_.size()); }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<int32_t> refs_;
-  std::vector<int32_t> free_;
-};
-
-class CudaSequence;
-
-}  // namespace
-
-struct CudaModel::Impl {
-  std::shared_ptr<Model> host;
-  ModelConfig cfg;
-  ModelOptions opt;
-  CudaOptions copt;
-  DeviceInfo info;
-  int dev = 0;
-
-  std::unique_ptr<Stream> stream;
-  DeviceArena weights, kv, act;
-  size_t weight_bytes = 0;
-  DeviceWeight token_embd, output;
-  const float* output_norm = nullptr;
-  std::vector<DevLayer> layers;
-
-  KvLayout layout;
-  void* pool = nullptr;
-  std::unique_ptr<BlockPool> blocks;
-  int max_blocks = 0;  // per sequence: context_length / block_tokens, rounded up
-
-  std::unique_ptr<Gemm> gemm;
-  int max_rows = 0;  // rows one forward takes: max(kMaxChunk, max_batch)
-  float *x = nullptr, *h = nullptr, *o = nullptr, *q = nullptr, *k = nullptr, *v = nullptr;
-  float *att = nullptr, *g = nullptr, *u = nullptr, *logits = nullptr;
-  void* q8 = nullptr;
-  void* attn_scratch = nullptr;
-  int decode_splits = 1;
-  int32_t *d_tok = nullptr, *d_pos = nullptr, *d_tables = nullptr, *d_row_table = nullptr;
-  int32_t* d_token_out = nullptr;
-  uint32_t* d_banned = nullptr;
-  // Pinned staging: tokens [max_rows], positions [max_rows], tables [max_batch][max_blocks],
-  // the sampled tokens [max_batch].
-  PinnedBuffer pin;
-  int32_t *h_tok = nullptr, *h_pos = nullptr, *h_tables = nullptr, *h_token_out = nullptr;
-  std::vector<uint32_t> banned_host;
-
-  GraphExec decode_graph;
-  std::mutex mu;  // one step at a time on the stream and the activation buffers
-
-  void upload(const std::filesystem::path& path);
-  void plan_activations();
-  int splits_for(int m) const;
-  void linear(std::initializer_list<std::pair<const DeviceWeight*, float*>> outs, const float* in,
-              int m, int64_t cols);
-  // Enqueues the forward pass of m rows already staged in d_tok / d_pos / d_tables; logits of
-  // rows [first, m) go to `logits_out` (host, may be null: none) or stay in `logits` (device)
-  // for m - first <= kLogitRows when logits_out is null.
-  void forward(int m, const int32_t* row_table, int first, float* logits_out);
-  void stage(const CudaSequence& seq, const TokenId* ids, int m, int32_t p0);
-  void prepare_blocks(CudaSequence& seq, int32_t p0, int32_t n);
-  std::span<const float> eval(CudaSequence& seq, std::span<const TokenId> tokens, bool all);
-  void set_banned(const TokenMask* mask);
-};
-
-namespace {
-
+// A sequence of a CudaModel: its block table and tokens on the host, its KV in the model's pool,
+// its last logits pinned on the host (and on the device for sample()).
 class CudaSequence final : public Sequence {
  public:
   CudaSequence(std::shared_ptr<CudaModel> owner, CudaModel::Impl& m)
@@ -224,168 +103,8 @@ class CudaSequence final : public Sequence {
   bool device_logits_valid_ = false;
 };
 
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // Loading
-
-void CudaModel::Impl::upload(const std::filesystem::path& path) {
-  const GgufFile file = GgufFile::open(path);
-  const ModelWeights hw = bind_weights(file, cfg);
-  // Pass 1 sizes the arena, pass 2 copies (the host data stays mapped until the copies finish).
-  std::vector<std::pair<const void*, size_t>> items;
-  const auto mat = [&](const WeightView& w) { items.emplace_back(w.data, w.row_bytes * w.rows); };
-  const auto vec = [&](const float* p, int64_t n) {
-    if (p != nullptr) items.emplace_back(p, static_cast<size_t>(n) * sizeof(float));
-  };
-  const int64_t d = cfg.d_model, qn = int64_t{cfg.n_heads} * cfg.head_dim_k;
-  const int64_t kn = int64_t{cfg.n_kv_heads} * cfg.head_dim_k;
-  const int64_t vn = int64_t{cfg.n_kv_heads} * cfg.head_dim_v;
-  mat(hw.token_embd);
-  if (!cfg.tied_output) mat(hw.output);
-  vec(hw.output_norm, d);
-  for (const LayerWeights& L : hw.layers) {
-    vec(L.attn_norm, d);
-    vec(L.bq, qn);
-    vec(L.bk, kn);
-    vec(L.bv, vn);
-    vec(L.q_norm, cfg.head_dim_k);
-    vec(L.k_norm, cfg.head_dim_k);
-    vec(L.post_attn_norm, d);
-    vec(L.ffn_norm, d);
-    vec(L.post_ffn_norm, d);
-    for (const WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mat(*w);
-  }
-  size_t total = 0;
-  for (const auto& it : items) total += pad256(it.second);
-  weights = DeviceArena(total, "weights");
-  std::map<const void*, void*> placed;
-  for (const auto& [src, bytes] : items) {
-    void* dst = weights.allocate(bytes, "weights");
-    VSYNTH_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
-    placed[src] = dst;
-    weight_bytes += bytes;
-  }
-  const auto dmat = [&](const WeightView& w) {
-    DeviceWeight dw;
-    dw.type = w.type;
-    dw.rows = w.rows;
-    dw.cols = w.cols;
-    dw.row_bytes = w.row_bytes;
-    dw.data = placed.at(w.data);
-    return dw;
-  };
-  const auto dvec = [&](const float* p) -> const float* {
-    return p == nullptr ? nullptr : static_cast<const float*>(placed.at(p));
-  };
-  token_embd = dmat(hw.token_embd);
-  output = cfg.tied_output ? token_embd : dmat(hw.output);
-  output_norm = dvec(hw.output_norm);
-  layers.resize(hw.layers.size());
-  for (size_t l = 0; l < hw.layers.size(); ++l) {
-    const LayerWeights& L = hw.layers[l];
-    DevLayer& D = layers[l];
-    D.attn_norm = dvec(L.attn_norm);
-    D.bq = dvec(L.bq);
-    D.bk = dvec(L.bk);
-    D.bv = dvec(L.bv);
-    D.q_norm = dvec(L.q_norm);
-    D.k_norm = dvec(L.k_norm);
-    D.post_attn_norm = dvec(L.post_attn_norm);
-    D.ffn_norm = dvec(L.ffn_norm);
-    D.post_ffn_norm = dvec(L.post_ffn_norm);
-    D.wq = dmat(L.wq);
-    D.wk = dmat(L.wk);
-    D.wv = dmat(L.wv);
-    D.wo = dmat(L.wo);
-    D.w_gate = dmat(L.w_gate);
-    D.w_up = dmat(L.w_up);
-    D.w_down = dmat(L.w_down);
-  }
-}
-
-int CudaModel::Impl::splits_for(int m) const {
-  // Enough (row, head, split) blocks to cover every SM about twice.
-  const int units = m * cfg.n_heads;
-  const int want = (2 * std::max(1, info.sm_count) + units - 1) / units;
-  return std::clamp(want, 1, decode_splits);
-}
-
-void CudaModel::Impl::plan_activations() {
-  const int64_t d = cfg.d_model, F = cfg.ffn_dim, V = cfg.vocab_size;
-  const int64_t qn = int64_t{cfg.n_heads} * cfg.head_dim_k;
-  const int64_t kn = int64_t{cfg.n_kv_heads} * cfg.head_dim_k;
-  const int64_t an = int64_t{cfg.n_heads} * cfg.head_dim_v;
-  const int64_t max_cols = std::max({d, F, an});
-  max_rows = std::max(kMaxChunk, copt.max_batch);
-  decode_splits = std::clamp((opt.context_length + 255) / 256, 1, 32);
-  size_t attn = 0;
-  for (int m = 1; m <= max_rows; ++m) {
-    attn = std::max(attn, attention_scratch_bytes(m, cfg.n_heads, cfg.head_dim_v, splits_for(m)));
-  }
-  int64_t largest = 0;
-  for (const DevLayer& L : layers) {
-    for (const DeviceWeight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      largest = std::max(largest, w->rows * w->cols);
-    }
-  }
-  largest = std::max(largest, output.rows * output.cols);
-  const int64_t slab = std::min(largest, std::max(kMaxSlabElems, max_cols));
-  const size_t R = static_cast<size_t>(max_rows), f = sizeof(float);
-  const size_t buffers[] = {
-      R * d * f,
-      R * d * f,
-      R * d * f,
-      R * qn * f,
-      R * kn * f,
-      R * kn * f,
-      R * an * f,
-      R * F * f,
-      R * F * f,
-      static_cast<size_t>(kLogitRows) * V * f,
-      q8_bytes(max_cols, kGemvMaxRows),
-      attn,
-      4 * R * sizeof(int32_t) + static_cast<size_t>(copt.max_batch) * max_blocks * 4,
-      static_cast<size_t>((V + 31) / 32) * 4,
-      static_cast<size_t>(slab) * 2,
-      R * max_cols * 2,
-      size_t{32} << 20};
-  size_t total = 0;
-  for (size_t b : buffers) total += pad256(b) + 256;
-  act = DeviceArena(total, "activations");
-  x = act.allocate_n<float>(R * d, "activations");
-  h = act.allocate_n<float>(R * d, "activations");
-  o = act.allocate_n<float>(R * d, "activations");
-  q = act.allocate_n<float>(R * qn, "activations");
-  k = act.allocate_n<float>(R * kn, "activations");
-  v = act.allocate_n<float>(R * kn, "activations");
-  att = act.allocate_n<float>(R * an, "activations");
-  g = act.allocate_n<float>(R * F, "activations");
-  u = act.allocate_n<float>(R * F, "activations");
-  logits = act.allocate_n<float>(static_cast<size_t>(kLogitRows) * V, "logits");
-  q8 = act.allocate(q8_bytes(max_cols, kGemvMaxRows), "activations");
-  attn_scratch = attn > 0 ? act.allocate(attn, "attention splits") : nullptr;
-  d_tok = act.allocate_n<int32_t>(R, "step inputs");
-  d_pos = act.allocate_n<int32_t>(R, "step inputs");
-  d_row_table = act.allocate_n<int32_t>(R, "step inputs");
-  d_token_out = act.allocate_n<int32_t>(R, "step inputs");
-  d_tables =
-      act.allocate_n<int32_t>(static_cast<size_t>(copt.max_batch) * max_blocks, "block tables");
-  d_banned = act.allocate_n<uint32_t>(static_cast<size_t>((V + 31) / 32), "token mask");
-  gemm = std::make_unique<Gemm>(act, slab, static_cast<int64_t>(R) * max_cols);
-
-  pin = PinnedBuffer((3 * R + static_cast<size_t>(copt.max_batch) * max_blocks) * sizeof(int32_t));
-  h_tok = pin.as<int32_t>();
-  h_pos = h_tok + R;
-  h_token_out = h_pos + R;
-  h_tables = h_token_out + R;
-  // Row i of a batch reads table i.
-  std::vector<int32_t> iota(R);
-  std::iota(iota.begin(), iota.end(), 0);
-  VSYNTH_CUDA_CHECK(
-      cudaMemcpy(d_row_table, iota.data(), R * sizeof(int32_t), cudaMemcpyHostToDevice));
-  banned_host.assign(static_cast<size_t>((V + 31) / 32), 0u);
-}
 
 CudaModel::CudaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaModel::~CudaModel() = default;
@@ -415,12 +134,7 @@ std::shared_ptr<CudaModel> CudaModel::load(const std::filesystem::path& path,
   m->stream = std::make_unique<Stream>();
   m->layout = make_kv_layout(m->opt.kv_type, c.n_layers, c.n_kv_heads, c.head_dim_k, kBlockTokens);
   m->upload(path);
-  m->max_blocks = (m->opt.context_length + kBlockTokens - 1) / kBlockTokens;
-  const int64_t capacity = (m->opt.kv_pool_tokens + kBlockTokens - 1) / kBlockTokens;
-  if (capacity > INT32_MAX) throw CudaError("kv_pool_tokens is too large for the CUDA backend");
-  m->kv = DeviceArena(static_cast<size_t>(capacity) * m->layout.block_bytes, "kv");
-  m->pool = m->kv.allocate(static_cast<size_t>(capacity) * m->layout.block_bytes, "kv");
-  m->blocks = std::make_unique<BlockPool>(static_cast<int32_t>(capacity));
+  m->plan_kv();
   m->plan_activations();
   return std::shared_ptr<CudaModel>(new CudaModel(std::move(m)));
 }
@@ -573,6 +287,48 @@ void CudaModel::Impl::stage(const CudaSequence& seq, const TokenId* ids, int m, 
   std::copy(seq.table_.begin(), seq.table_.end(), h_tables);
 }
 
+// Token ids, positions and n_tables block tables from pinned staging into the step inputs.
+void CudaModel::Impl::stage_inputs(int m, int n_tables) {
+  cudaStream_t s = stream->get();
+  VSYNTH_CUDA_CHECK(cudaMemcpyAsync(d_tok, h_tok, sizeof(int32_t) * m, cudaMemcpyHostToDevice, s));
+  VSYNTH_CUDA_CHECK(cudaMemcpyAsync(d_pos, h_pos, sizeof(int32_t) * m, cudaMemcpyHostToDevice, s));
+  VSYNTH_CUDA_CHECK(cudaMemcpyAsync(d_tables, h_tables,
+                                    sizeof(int32_t) * static_cast<size_t>(n_tables) * max_blocks,
+                                    cudaMemcpyHostToDevice, s));
+}
+
+// One decode step (one row staged in pinned memory), inputs included, as one graph: captured on
+// the first decode of any sequence of this model (every pointer it uses is the model's), replayed
+// after.
+void CudaModel::Impl::launch_decode_graph() {
+  cudaStream_t s = stream->get();
+  if (!decode_graph.ready()) {
+    VSYNTH_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    try {
+      stage_inputs(1, 1);
+      forward(1, nullptr, 0, nullptr);
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(s, &broken);
+      if (broken != nullptr) cudaGraphDestroy(broken);
+      throw;
+    }
+    decode_graph.end_capture(s);
+  }
+  decode_graph.launch(s);
+}
+
+// The last row's logits sit in `logits` row 0: keep a device copy for sample() and bring one to
+// the host. Both are plain stream operations after the step.
+void CudaModel::Impl::copy_last_logits(CudaSequence& seq) {
+  cudaStream_t s = stream->get();
+  const size_t bytes = static_cast<size_t>(cfg.vocab_size) * sizeof(float);
+  VSYNTH_CUDA_CHECK(
+      cudaMemcpyAsync(seq.d_logits_.data(), logits, bytes, cudaMemcpyDeviceToDevice, s));
+  VSYNTH_CUDA_CHECK(
+      cudaMemcpyAsync(seq.logits_pinned_.data(), logits, bytes, cudaMemcpyDeviceToHost, s));
+}
+
 std::span<const float> CudaModel::Impl::eval(CudaSequence& seq, std::span<const TokenId> tokens,
                                              bool all) {
   const int32_t n = static_cast<int32_t>(tokens.size());
@@ -602,46 +358,15 @@ std::span<const float> CudaModel::Impl::eval(CudaSequence& seq, std::span<const 
       const int32_t mm = std::min(kMaxChunk, n - done);
       const bool last = done + mm == n;
       stage(seq, tokens.data() + done, mm, p0 + done);
-      const size_t tbytes = static_cast<size_t>(max_blocks) * sizeof(int32_t);
-      const bool graph = mm == 1 && !all && copt.use_graphs;
-      const auto enqueue_inputs = [&] {
-        VSYNTH_CUDA_CHECK(
-            cudaMemcpyAsync(d_tok, h_tok, sizeof(int32_t) * mm, cudaMemcpyHostToDevice, s));
-        VSYNTH_CUDA_CHECK(
-            cudaMemcpyAsync(d_pos, h_pos, sizeof(int32_t) * mm, cudaMemcpyHostToDevice, s));
-        VSYNTH_CUDA_CHECK(cudaMemcpyAsync(d_tables, h_tables, tbytes, cudaMemcpyHostToDevice, s));
-      };
-      if (graph) {
-        // The whole step, inputs included, as one graph: captured on the first decode of any
-        // sequence of this model (every pointer it uses is the model's), replayed after.
-        if (!decode_graph.ready()) {
-          VSYNTH_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-          try {
-            enqueue_inputs();
-            forward(1, nullptr, 0, nullptr);
-          } catch (...) {
-            cudaGraph_t broken = nullptr;
-            cudaStreamEndCapture(s, &broken);
-            if (broken != nullptr) cudaGraphDestroy(broken);
-            throw;
-          }
-          decode_graph.end_capture(s);
-        }
-        decode_graph.launch(s);
+      if (mm == 1 && !all && copt.use_graphs) {
+        launch_decode_graph();
       } else {
-        enqueue_inputs();
+        stage_inputs(mm, 1);
         const int first = all ? 0 : (last ? mm - 1 : mm);
         float* out = all ? seq.logits_all_.data() + static_cast<size_t>(done) * V : nullptr;
         forward(mm, nullptr, first, out);
       }
-      if (last && !all) {
-        // The last row's logits sit in `logits` row 0: keep a device copy for sample() and
-        // bring one to the host. Both are plain stream operations after the step.
-        VSYNTH_CUDA_CHECK(cudaMemcpyAsync(seq.d_logits_.data(), logits, V * sizeof(float),
-                                          cudaMemcpyDeviceToDevice, s));
-        VSYNTH_CUDA_CHECK(cudaMemcpyAsync(seq.logits_pinned_.data(), logits, V * sizeof(float),
-                                          cudaMemcpyDeviceToHost, s));
-      }
+      if (last && !all) copy_last_logits(seq);
       // Pinned staging is reused by the next chunk: wait for this one.
       VSYNTH_CUDA_CHECK(cudaStreamSynchronize(s));
       done += mm;
@@ -708,9 +433,13 @@ TokenId CudaModel::sample(const Sequence& seq, const DeviceSampling& p, const To
   return m.h_token_out[0] < 0 ? kNoToken : m.h_token_out[0];
 }
 
-std::vector<TokenId> CudaModel::decode_batch_greedy(std::span<Sequence* const> seqs,
-                                                    std::span<const TokenId> tokens) {
-  Impl& m = *impl_;
+namespace {
+
+// The batch's sequences, checked: as many as tokens (1..max_batch), each of model m and in the
+// batch once, each token in the vocabulary, each sequence short of the context length.
+std::vector<CudaSequence*> batch_sequences(const CudaModel::Impl& m,
+                                           std::span<Sequence* const> seqs,
+                                           std::span<const TokenId> tokens) {
   const int n = static_cast<int>(seqs.size());
   if (n == 0 || seqs.size() != tokens.size() || n > m.copt.max_batch) {
     throw EngineError("decode_batch_greedy: " + std::to_string(seqs.size()) + " sequences and " +
@@ -741,9 +470,39 @@ std::vector<TokenId> CudaModel::decode_batch_greedy(std::span<Sequence* const> s
                         " is at the context length " + std::to_string(m.opt.context_length));
     }
   }
+  return cs;
+}
+
+}  // namespace
+
+// One decode step of n rows staged in pinned memory (row i: table i), then each row's greedy
+// token into h_token_out. Logits stay on the device (kLogitRows rows at a time), so no logits
+// cross PCIe.
+void CudaModel::Impl::batch_greedy_step(int n) {
+  cudaStream_t s = stream->get();
+  stage_inputs(n, n);
+  const size_t V = static_cast<size_t>(cfg.vocab_size);
+  forward(n, d_row_table, n, nullptr);  // no logits yet: first = n
+  for (int r0 = 0; r0 < n; r0 += kLogitRows) {
+    const int rows = std::min(kLogitRows, n - r0);
+    linear({{&output, logits}}, h + static_cast<size_t>(r0) * cfg.d_model, rows, cfg.d_model);
+    for (int r = 0; r < rows; ++r) {
+      cuda::sample(logits + static_cast<size_t>(r) * V, cfg.vocab_size, nullptr, DeviceSampling{},
+                   d_token_out + r0 + r, s);
+    }
+  }
+  VSYNTH_CUDA_CHECK(
+      cudaMemcpyAsync(h_token_out, d_token_out, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, s));
+  VSYNTH_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+std::vector<TokenId> CudaModel::decode_batch_greedy(std::span<Sequence* const> seqs,
+                                                    std::span<const TokenId> tokens) {
+  Impl& m = *impl_;
+  const std::vector<CudaSequence*> cs = batch_sequences(m, seqs, tokens);
+  const int n = static_cast<int>(cs.size());
   std::lock_guard<std::mutex> lock(m.mu);
   VSYNTH_CUDA_CHECK(cudaSetDevice(m.dev));
-  cudaStream_t s = m.stream->get();
   int prepared = 0;
   try {
     for (; prepared < n; ++prepared) {
@@ -757,30 +516,9 @@ std::vector<TokenId> CudaModel::decode_batch_greedy(std::span<Sequence* const> s
       std::copy(q.table_.begin(), q.table_.end(),
                 m.h_tables + static_cast<size_t>(i) * m.max_blocks);
     }
-    VSYNTH_CUDA_CHECK(
-        cudaMemcpyAsync(m.d_tok, m.h_tok, sizeof(int32_t) * n, cudaMemcpyHostToDevice, s));
-    VSYNTH_CUDA_CHECK(
-        cudaMemcpyAsync(m.d_pos, m.h_pos, sizeof(int32_t) * n, cudaMemcpyHostToDevice, s));
-    VSYNTH_CUDA_CHECK(cudaMemcpyAsync(m.d_tables, m.h_tables,
-                                      sizeof(int32_t) * static_cast<size_t>(n) * m.max_blocks,
-                                      cudaMemcpyHostToDevice, s));
-    // Logits of all n rows stay on the device (n <= kLogitRows at a time); argmax per row.
-    const size_t V = static_cast<size_t>(m.cfg.vocab_size);
-    m.forward(n, m.d_row_table, n, nullptr);  // no logits yet: first = n
-    for (int r0 = 0; r0 < n; r0 += kLogitRows) {
-      const int rows = std::min(kLogitRows, n - r0);
-      m.linear({{&m.output, m.logits}}, m.h + static_cast<size_t>(r0) * m.cfg.d_model, rows,
-               m.cfg.d_model);
-      for (int r = 0; r < rows; ++r) {
-        cuda::sample(m.logits + static_cast<size_t>(r) * V, m.cfg.vocab_size, nullptr,
-                     DeviceSampling{}, m.d_token_out + r0 + r, s);
-      }
-    }
-    VSYNTH_CUDA_CHECK(cudaMemcpyAsync(m.h_token_out, m.d_token_out, sizeof(int32_t) * n,
-                                      cudaMemcpyDeviceToHost, s));
-    VSYNTH_CUDA_CHECK(cudaStreamSynchronize(s));
+    m.batch_greedy_step(n);
   } catch (...) {
-    cudaStreamSynchronize(s);
+    cudaStreamSynchronize(m.stream->get());
     cudaGetLastError();
     for (int i = 0; i < prepared && i < n; ++i) {
       CudaSequence& q = *cs[static_cast<size_t>(i)];

@@ -157,6 +157,18 @@ class SequenceImpl final : public Sequence {
   // One chunk of m tokens at kv_->size(); writes logits of rows [first_logit_row, m) (or none
   // when first_logit_row == m) to logits_out.
   void forward(const TokenId* ids, int32_t m, int32_t first_logit_row, float* logits_out);
+  // The chunk's RoPE tables, made on first use for each base (0: full layers, 1: sliding).
+  struct ChunkAngles {
+    std::vector<float> cos[2], sin[2];
+    bool have[2] = {false, false};
+  };
+  // Grows the scratch buffers to m rows.
+  void reserve(int32_t m);
+  // x += layer l's attention (norm, q/k/v, RoPE, KV write, attention, o) for m rows at p0.
+  void attention_block(const vec::Kernels& vk, int32_t l, int32_t m, int32_t p0,
+                       ChunkAngles& angles);
+  // x += layer l's gated FFN for m rows.
+  void ffn_block(const vec::Kernels& vk, int32_t l, int32_t m);
 
   std::shared_ptr<ModelImpl> m_;
   std::unique_ptr<KvSequence> kv_;
@@ -324,16 +336,15 @@ std::span<const float> SequenceImpl::eval(std::span<const TokenId> tokens, bool 
   return {logits_.data(), logits_rows_ * V};
 }
 
-void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_row,
-                           float* logits_out) {
+void SequenceImpl::reserve(int32_t m) {
   const ModelConfig& c = m_->cfg();
-  const ModelWeights& W = m_->w();
-  const vec::Kernels& vk = vec::vec_kernels();
-  const int32_t d = c.d_model, H = c.n_heads, Hkv = c.n_kv_heads;
-  const int32_t dk = c.head_dim_k, dv = c.head_dim_v, F = c.ffn_dim;
-  const int32_t qn = H * dk, kn = Hkv * dk, vn = Hkv * dv, an = H * dv;
-  const size_t M = static_cast<size_t>(m);
-  const auto grow = [&](std::vector<float>& b, size_t n) {
+  const size_t M = static_cast<size_t>(m), d = static_cast<size_t>(c.d_model);
+  const size_t F = static_cast<size_t>(c.ffn_dim);
+  const size_t qn = static_cast<size_t>(c.n_heads) * static_cast<size_t>(c.head_dim_k);
+  const size_t kn = static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim_k);
+  const size_t vn = static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim_v);
+  const size_t an = static_cast<size_t>(c.n_heads) * static_cast<size_t>(c.head_dim_v);
+  const auto grow = [](std::vector<float>& b, size_t n) {
     if (b.size() < n) b.resize(n);
   };
   grow(x_, M * d);
@@ -345,63 +356,89 @@ void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_ro
   grow(att_, M * an);
   grow(g_, M * F);
   grow(u_, M * F);
+}
+
+void SequenceImpl::attention_block(const vec::Kernels& vk, int32_t l, int32_t m, int32_t p0,
+                                   ChunkAngles& angles) {
+  const ModelConfig& c = m_->cfg();
+  const LayerWeights& L = m_->w().layers[static_cast<size_t>(l)];
+  const bool sliding = c.layer_sliding[static_cast<size_t>(l)];
+  const int32_t d = c.d_model, H = c.n_heads, Hkv = c.n_kv_heads;
+  const int32_t dk = c.head_dim_k, dv = c.head_dim_v;
+  const int32_t qn = H * dk, kn = Hkv * dk, vn = Hkv * dv;
+  const size_t M = static_cast<size_t>(m);
   float *x = x_.data(), *h = h_.data(), *o = o_.data(), *q = q_.data(), *k = k_.data(),
-        *v = v_.data(), *att = att_.data(), *gt = g_.data(), *up = u_.data();
+        *v = v_.data(), *att = att_.data();
+
+  rms_norm(vk, x, L.attn_norm, h, m, d, c.rms_eps);
+  project(m, {{&L.wq, h, q}, {&L.wk, h, k}, {&L.wv, h, v}});
+  if (c.qkv_bias) {
+    for (int32_t t = 0; t < m; ++t) {
+      vk.add(q + static_cast<size_t>(t) * qn, L.bq, qn);
+      vk.add(k + static_cast<size_t>(t) * kn, L.bk, kn);
+      vk.add(v + static_cast<size_t>(t) * vn, L.bv, vn);
+    }
+  }
+  if (c.qk_norm) {
+    rms_norm(vk, q, L.q_norm, q, m * H, dk, c.rms_eps);
+    rms_norm(vk, k, L.k_norm, k, m * Hkv, dk, c.rms_eps);
+  }
+  const size_t base = sliding ? 1 : 0;
+  std::vector<float>& cs = angles.cos[base];
+  std::vector<float>& sn = angles.sin[base];
+  if (!angles.have[base]) {
+    m_->rope(sliding).angles(p0, m, cs, sn);
+    angles.have[base] = true;
+  }
+  m_->rope(sliding).apply(q, m, H, dk, cs, sn);
+  m_->rope(sliding).apply(k, m, Hkv, dk, cs, sn);
+  for (size_t i = 0; i < M * qn; ++i) q[i] *= c.attn_scale;
+
+  kv_->write(l, m, k, v);
+  AttentionShape shape{H, Hkv, dk, dv, sliding ? c.sliding_window : 0};
+  attention(kv_->view(l, p0 + m), shape, q, m, p0, att);
+
+  linear(L.wo, att, m, o);
+  if (c.post_norms) rms_norm(vk, o, L.post_attn_norm, o, m, d, c.rms_eps);
+  vk.add(x, o, m * d);
+}
+
+void SequenceImpl::ffn_block(const vec::Kernels& vk, int32_t l, int32_t m) {
+  const ModelConfig& c = m_->cfg();
+  const LayerWeights& L = m_->w().layers[static_cast<size_t>(l)];
+  const int32_t d = c.d_model, F = c.ffn_dim;
+  float *x = x_.data(), *h = h_.data(), *o = o_.data(), *gt = g_.data(), *up = u_.data();
+
+  rms_norm(vk, x, L.ffn_norm, h, m, d, c.rms_eps);
+  project(m, {{&L.w_gate, h, gt}, {&L.w_up, h, up}});
+  if (c.ffn_act == FfnActivation::GeluTanh) {
+    vk.gelu_mul(gt, up, m * F);
+  } else {
+    vk.silu_mul(gt, up, m * F);
+  }
+  linear(L.w_down, gt, m, o);
+  if (c.post_norms) rms_norm(vk, o, L.post_ffn_norm, o, m, d, c.rms_eps);
+  vk.add(x, o, m * d);
+}
+
+void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_row,
+                           float* logits_out) {
+  const ModelConfig& c = m_->cfg();
+  const ModelWeights& W = m_->w();
+  const vec::Kernels& vk = vec::vec_kernels();
+  const int32_t d = c.d_model;
+  reserve(m);
+  float *x = x_.data(), *h = h_.data();
 
   const int32_t p0 = kv_->size();
   get_rows(W.token_embd, ids, m, x);
   if (c.embed_scale != 1.0f) {
-    for (size_t i = 0; i < M * d; ++i) x[i] *= c.embed_scale;
+    for (size_t i = 0; i < static_cast<size_t>(m) * d; ++i) x[i] *= c.embed_scale;
   }
-  std::vector<float> cos_full, sin_full, cos_slide, sin_slide;
-  bool have_full = false, have_slide = false;
-
+  ChunkAngles angles;
   for (int32_t l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = W.layers[static_cast<size_t>(l)];
-    const bool sliding = c.layer_sliding[static_cast<size_t>(l)];
-
-    rms_norm(vk, x, L.attn_norm, h, m, d, c.rms_eps);
-    project(m, {{&L.wq, h, q}, {&L.wk, h, k}, {&L.wv, h, v}});
-    if (c.qkv_bias) {
-      for (int32_t t = 0; t < m; ++t) {
-        vk.add(q + static_cast<size_t>(t) * qn, L.bq, qn);
-        vk.add(k + static_cast<size_t>(t) * kn, L.bk, kn);
-        vk.add(v + static_cast<size_t>(t) * vn, L.bv, vn);
-      }
-    }
-    if (c.qk_norm) {
-      rms_norm(vk, q, L.q_norm, q, m * H, dk, c.rms_eps);
-      rms_norm(vk, k, L.k_norm, k, m * Hkv, dk, c.rms_eps);
-    }
-    std::vector<float>& cs = sliding ? cos_slide : cos_full;
-    std::vector<float>& sn = sliding ? sin_slide : sin_full;
-    bool& have = sliding ? have_slide : have_full;
-    if (!have) {
-      m_->rope(sliding).angles(p0, m, cs, sn);
-      have = true;
-    }
-    m_->rope(sliding).apply(q, m, H, dk, cs, sn);
-    m_->rope(sliding).apply(k, m, Hkv, dk, cs, sn);
-    for (size_t i = 0; i < M * qn; ++i) q[i] *= c.attn_scale;
-
-    kv_->write(l, m, k, v);
-    AttentionShape shape{H, Hkv, dk, dv, sliding ? c.sliding_window : 0};
-    attention(kv_->view(l, p0 + m), shape, q, m, p0, att);
-
-    linear(L.wo, att, m, o);
-    if (c.post_norms) rms_norm(vk, o, L.post_attn_norm, o, m, d, c.rms_eps);
-    vk.add(x, o, m * d);
-
-    rms_norm(vk, x, L.ffn_norm, h, m, d, c.rms_eps);
-    project(m, {{&L.w_gate, h, gt}, {&L.w_up, h, up}});
-    if (c.ffn_act == FfnActivation::GeluTanh) {
-      vk.gelu_mul(gt, up, m * F);
-    } else {
-      vk.silu_mul(gt, up, m * F);
-    }
-    linear(L.w_down, gt, m, o);
-    if (c.post_norms) rms_norm(vk, o, L.post_ffn_norm, o, m, d, c.rms_eps);
-    vk.add(x, o, m * d);
+    attention_block(vk, l, m, p0, angles);
+    ffn_block(vk, l, m);
   }
 
   const int32_t rows = m - first_logit_row;

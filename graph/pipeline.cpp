@@ -16,6 +16,11 @@ namespace flow = tbb::flow;
 
 namespace {
 
+// "file:line:col" of a declaration, the place construction errors point at.
+std::string where(const std::string& file, Mark m) {
+  return m.line > 0 ? fmt::format("{}:{}:{}", file, m.line, m.col) : file;
+}
+
 uint32_t thread_number() {
   static std::atomic<uint32_t> next{1};
   thread_local uint32_t id = next.fetch_add(1);
@@ -33,8 +38,9 @@ Pipeline::Pipeline(ValidatedPipeline spec, const Registry& registry) : spec_(std
       resource_order_.push_back(r.name);
     } catch (const std::exception& e) {
       resources_.clear_in_reverse(resource_order_);
-      throw std::runtime_error(fmt::format("{}: building resource `{}` ({}) failed: {}", spec_.file,
-                                           r.name, r.kind->contract.kind, e.what()));
+      throw std::runtime_error(fmt::format("{}: building resource `{}` ({}) failed: {}",
+                                           where(spec_.file, r.mark), r.name, r.kind->contract.kind,
+                                           e.what()));
     }
   }
   for (const auto& s : spec_.stages) {
@@ -50,8 +56,9 @@ Pipeline::Pipeline(ValidatedPipeline spec, const Registry& registry) : spec_(std
     } catch (const std::exception& e) {
       stages_.clear();
       resources_.clear_in_reverse(resource_order_);
-      throw std::runtime_error(fmt::format("{}: building stage `{}` ({}) failed: {}", spec_.file,
-                                           s.name, c.kind, e.what()));
+      // The framework says where (file:line:col, stage, kind); the stage's message says what.
+      throw std::runtime_error(fmt::format("{}: building stage `{}` ({}) failed: {}",
+                                           where(spec_.file, s.mark), s.name, c.kind, e.what()));
     }
     if (c.ports.size() > StageMetrics::kMaxPorts) {
       throw std::runtime_error(
@@ -103,7 +110,8 @@ struct PipelineImpl {
   std::vector<std::unique_ptr<SNode>> sync_nodes;
   std::vector<std::unique_ptr<ANode>> async_nodes;
   std::vector<std::unique_ptr<SNode>> routers;
-  std::vector<int> native_edge;  // per stage: the edge wired as a flow-graph edge, or -1
+  // Per stage: the edge wired as a flow-graph edge (see wire_natively), if any.
+  std::vector<std::optional<std::size_t>> native_edge;
   std::unique_ptr<flow::sequencer_node<ItemPtr>> sequencer;
   std::unique_ptr<FNode> sink_node;
   std::vector<std::shared_ptr<const Completion::Fn>> completions;
@@ -153,11 +161,12 @@ struct PipelineImpl {
     async_nodes.resize(n);
     routers.resize(n);
     completions.resize(n);
-    native_edge.assign(n, -1);
+    native_edge.assign(n, std::nullopt);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& s = spec.stages[i];
-      const int e = s.port_edges.empty() ? -1 : s.port_edges[0];
-      if (e >= 0 && wire_natively(spec.edges[e])) native_edge[i] = e;
+      if (!s.port_edges.empty() && wire_natively(spec.edges[s.port_edges[0]])) {
+        native_edge[i] = s.port_edges[0];
+      }
       const std::size_t conc = s.concurrency.limit == 0 ? static_cast<std::size_t>(flow::unlimited)
                                                         : s.concurrency.limit;
       if (s.kind->contract.execution == Execution::Sync) {
@@ -192,8 +201,8 @@ struct PipelineImpl {
       flow::make_edge(*sequencer, *sink_node);
     }
     for (std::size_t i = 0; i < n; ++i) {
-      if (native_edge[i] < 0) continue;
-      const ResolvedEdge& e = spec.edges[native_edge[i]];
+      if (!native_edge[i]) continue;
+      const ResolvedEdge& e = spec.edges[*native_edge[i]];
       flow::sender<ItemPtr>& from = sync_nodes[i]
                                         ? static_cast<flow::sender<ItemPtr>&>(*sync_nodes[i])
                                         : static_cast<flow::sender<ItemPtr>&>(*routers[i]);
@@ -316,7 +325,7 @@ struct PipelineImpl {
   // along its native flow-graph edge; false when it was delivered here.
   bool route(std::size_t stage, const ItemPtr& item, Port port) {
     p.metrics_[stage]->left_through(port);
-    const int edge_index = spec.stages[stage].port_edges[port];
+    const std::size_t edge_index = spec.stages[stage].port_edges[port];
     const ResolvedEdge& e = spec.edges[edge_index];
     const PortSpec& ps = spec.stages[stage].kind->contract.ports[port];
     const bool native = native_edge[stage] == edge_index;

@@ -319,6 +319,37 @@ edges: [ gen -> out ]
   }
 }
 
+TEST_CASE("a stage constructor's error has one prefix: the graph's, naming where") {
+  // The graph says where (file:line:col, stage, kind); the stage says only what. Real stages
+  // whose constructors refuse a setting that validation cannot see.
+  auto reg = test::full_registry();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{ use: context.prune, with: { tokenizer: model } }",
+       "building stage `s` (context.prune) failed: `tokenizer: model` needs `model`"},
+      {"{ use: context.prune, with: { tokenizer: gguf } }",
+       "building stage `s` (context.prune) failed: `tokenizer: gguf` needs `gguf_path`"},
+  };
+  for (const auto& [stage, want] : cases) {
+    INFO(stage);
+    auto vp = load_text(
+        "stages:\n  a: { use: ast.anchor }\n  s: " + stage + "\nedges: [ a -> s -> out ]\n", reg);
+    try {
+      graph::Pipeline p(std::move(vp), reg);
+      FAIL("expected the stage build to fail");
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      INFO(what);
+      CHECK_THAT(what, Catch::StartsWith("test.yaml:3:3: " + want));
+      std::size_t prefixes = 0;
+      for (auto at = what.find("stage `"); at != std::string::npos;
+           at = what.find("stage `", at + 1)) {
+        ++prefixes;
+      }
+      CHECK(prefixes == 1);
+    }
+  }
+}
+
 TEST_CASE("trace: one span per item per stage, in Chrome trace format") {
   auto reg = test::full_registry();
   graph::Pipeline p(load_text("stages: { a: { use: test.produce }, b: { use: test.consume } "

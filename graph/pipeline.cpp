@@ -95,7 +95,7 @@ struct PipelineImpl {
     for (const auto& e : spec.edges) {
       if (e.to != kOut && e.policy == QueuePolicy::Reject) p.metrics_[e.to]->set_exact_queue(true);
     }
-    for (const auto& w : block_watch) p.metrics_[w.first->to]->set_exact_queue(true);
+    for (const auto& w : block_watch) p.metrics_[w->edge->to]->set_exact_queue(true);
   }
 
   Pipeline& p;
@@ -216,12 +216,13 @@ struct PipelineImpl {
 
   // --- per item ---
 
-  // Queues the item in front of `stage`: by hand, or (native) by the caller returning it
-  // along its flow-graph edge.
-  void enter(std::size_t stage, const ItemPtr& item, const ResolvedEdge* edge,
-             bool native = false) {
+  // Queues the item in front of `stage`, coming from stage `from` (none: admitted): by hand, or
+  // (native) by the caller returning it along its flow-graph edge.
+  void enter(std::optional<std::size_t> from, std::size_t stage, const ItemPtr& item,
+             const ResolvedEdge* edge, bool native = false) {
     StageMetrics& m = *p.metrics_[stage];
     if (edge && edge->policy == QueuePolicy::Reject && m.queued() >= edge->capacity) {
+      if (from) left(*from);
       fail(item, stage_names[stage], "",
            fmt::format("rejected: the queue in front of stage `{}` is full ({} items, policy "
                        "reject)",
@@ -229,6 +230,7 @@ struct PipelineImpl {
            "rejected");
       return;
     }
+    moved(from, stage);  // before the queue counts it: a watch's count covers its queue
     m.enqueued();
     if (native) return;
     if (sync_nodes[stage]) {
@@ -238,7 +240,10 @@ struct PipelineImpl {
     }
   }
 
-  void begin(std::size_t stage) { p.metrics_[stage]->started(); }
+  void begin(std::size_t stage) {
+    p.metrics_[stage]->started();
+    started(stage);  // after the queue let it go (see moved)
+  }
 
   void end(std::size_t stage, Item& item, int64_t start) {
     const int64_t stop = now_ns();
@@ -251,6 +256,7 @@ struct PipelineImpl {
 
   void stage_error(std::size_t stage, const ItemPtr& item, const std::string& what) {
     p.metrics_[stage]->errored();
+    left(stage);
     const auto msg = fmt::format("stage `{}` ({}) failed: {}", stage_names[stage],
                                  spec.stages[stage].kind->contract.kind, what);
     if (spec.fail_fast) set_fatal(fmt::format("item `{}`: {} (fail_fast is on)", item->id(), msg));
@@ -330,11 +336,13 @@ struct PipelineImpl {
     const PortSpec& ps = spec.stages[stage].kind->contract.ports[port];
     const bool native = native_edge[stage] == edge_index;
     if (e.to == kOut) {
+      left(stage);
       finish(item, stage_names[stage], ps.name, !ps.failure, !native);
       return native;
     }
     if (e.back_edge) {
       if (item->attempt_ >= e.max_attempts || control.cancelled()) {
+        left(stage);
         fail(item, stage_names[stage], ps.name,
              control.cancelled()
                  ? std::string("cancelled before the next attempt")
@@ -348,7 +356,7 @@ struct PipelineImpl {
       snapshot_attempt(*item, stage_names[stage], ps.name);
       ++item->attempt_;
     }
-    enter(static_cast<std::size_t>(e.to), item, &e, native);
+    enter(stage, static_cast<std::size_t>(e.to), item, &e, native);
     return native;
   }
 
@@ -428,11 +436,44 @@ struct PipelineImpl {
     }
   }
 
-  // For each `block` edge: the stages whose items can still reach it (its source and
-  // everything upstream of it). The edge counts as full when those items plus its queue reach
-  // its capacity, so admitting one more item can never push the queue past it (give or take
-  // an item moving between stages at that instant).
-  std::vector<std::pair<const ResolvedEdge*, std::vector<int>>> block_watch;
+  // A `block` edge whose capacity is below max_in_flight is watched: `held` counts, exactly,
+  // the items queued in front of its target plus every item queued at or running in a stage
+  // upstream of the target (one that reaches it through forward edges). The count changes
+  // where an item moves (moved, started, left), so it never misses an item in transit, and
+  // along forward edges it only falls: only admission raises it (and a back edge that sends an
+  // item round into the region again). Admission waits while it is at the capacity, so the
+  // target's queue never exceeds the capacity unless a back edge brings items back into it.
+  struct Watch {
+    const ResolvedEdge* edge = nullptr;
+    std::vector<bool> upstream;  // per stage
+    std::atomic<int64_t> held{0};
+
+    bool counts_queued_at(std::size_t s) const { return upstream[s] || edge->to == int(s); }
+    bool counts_running_at(std::size_t s) const { return upstream[s]; }
+    void add(int64_t d) {
+      // release: whoever reads a lower count (the feeder, acquire) also sees the queue counts
+      // updated before it (begin: started() then started(stage)).
+      if (d != 0) held.fetch_add(d, std::memory_order_acq_rel);
+    }
+  };
+  std::vector<std::unique_ptr<Watch>> block_watch;  // atomics: kept in place
+
+  // An item leaves stage `from` (running; none: admitted) for the queue of `to`.
+  void moved(std::optional<std::size_t> from, std::size_t to) {
+    for (auto& w : block_watch) {
+      w->add(int64_t{w->counts_queued_at(to)} - int64_t{from && w->counts_running_at(*from)});
+    }
+  }
+  // Stage `s` took an item from its queue.
+  void started(std::size_t s) {
+    for (auto& w : block_watch) {
+      w->add(int64_t{w->counts_running_at(s)} - int64_t{w->counts_queued_at(s)});
+    }
+  }
+  // An item running in stage `s` leaves the graph (finished, failed, rejected, exhausted).
+  void left(std::size_t s) {
+    for (auto& w : block_watch) w->add(-int64_t{w->counts_running_at(s)});
+  }
 
   void watch_block_edges() {
     const int n = static_cast<int>(spec.stages.size());
@@ -441,32 +482,27 @@ struct PipelineImpl {
       // Items held upstream of an edge are items inside the graph: an edge at least as large
       // as max_in_flight can never fill, so it needs no watching.
       if (e.capacity >= spec.max_in_flight) continue;
-      std::vector<bool> up(n, false);
-      std::vector<int> todo{e.from};
-      up[e.from] = true;
+      auto w = std::make_unique<Watch>();
+      w->edge = &e;
+      w->upstream.assign(n, false);
+      std::vector<int> todo{e.to};
       while (!todo.empty()) {
         const int v = todo.back();
         todo.pop_back();
         for (const auto& f : spec.edges) {
-          if (f.to == v && !f.back_edge && !up[f.from]) {
-            up[f.from] = true;
+          if (f.to == v && !f.back_edge && !w->upstream[f.from]) {
+            w->upstream[f.from] = true;
             todo.push_back(f.from);
           }
         }
       }
-      std::vector<int> stages;
-      for (int i = 0; i < n; ++i) {
-        if (up[i]) stages.push_back(i);
-      }
-      block_watch.emplace_back(&e, std::move(stages));
+      block_watch.push_back(std::move(w));
     }
   }
 
   bool pressure() const {
-    for (const auto& [e, upstream] : block_watch) {
-      int64_t held = p.metrics_[e->to]->queued();
-      for (int u : upstream) held += p.metrics_[u]->queued() + p.metrics_[u]->in_flight();
-      if (held >= e->capacity) return true;
+    for (const auto& w : block_watch) {
+      if (w->held.load(std::memory_order_acquire) >= w->edge->capacity) return true;
     }
     return false;
   }
@@ -509,7 +545,7 @@ struct PipelineImpl {
       if (!admit()) break;
       auto item = std::make_shared<Item>(std::move(*task), seq++);
       admitted.fetch_add(1, std::memory_order_relaxed);
-      enter(static_cast<std::size_t>(spec.entry), item, nullptr);
+      enter(std::nullopt, static_cast<std::size_t>(spec.entry), item, nullptr);
     }
     if (result.total >= result.skipped) result.total -= result.skipped;
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "graph/pipeline.h"
@@ -360,6 +361,30 @@ TEST_CASE("a stage constructor's error has one prefix: the graph's, naming where
       CHECK(prefixes == 1);
     }
   }
+}
+
+TEST_CASE("a JSON-pointer parameter reaches the stage parsed, escapes decoded") {
+  // `~1` is a `/` inside a key: the pointer names the key "lang/uage" under "meta".
+  auto reg = test::full_registry();
+  graph::Pipeline p(load_text(R"(
+stages:
+  route: { use: core.select, with: { field: /meta/lang~1uage, values: [python] } }
+edges: [ route.match -> out, route.other -> out ]
+)",
+                              reg),
+                    reg);
+  CHECK(p.spec().stages[0].params.pointer("field").to_string() == "/meta/lang~1uage");
+  test::JsonTaskSource src({{{"task_id", "a"}, {"meta", {{"lang/uage", "python"}}}},
+                            {{"task_id", "b"}, {"meta", {{"lang/uage", "c"}}}},
+                            {{"task_id", "c"}, {"meta", {{"language", "python"}}}}});
+  test::VectorSink sink;
+  graph::RunControl control;
+  REQUIRE(p.run(src, sink, control).written == 3);
+  std::map<std::string, std::string> status;
+  for (const auto& rec : sink.records) status[rec["id"]] = rec["status"];
+  CHECK(status["a"] == "route.match");
+  CHECK(status["b"] == "route.other");
+  CHECK(status["c"] == "route.other");
 }
 
 TEST_CASE("trace: one span per item per stage, in Chrome trace format") {

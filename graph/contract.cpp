@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 namespace vsynth::graph {
 
 const char* to_string(ParamType t) {
@@ -22,8 +24,30 @@ const char* to_string(ParamType t) {
       return "resource";
     case ParamType::ResourceList:
       return "list of resources";
+    case ParamType::Pointer:
+      return "JSON pointer";
   }
   return "?";
+}
+
+const char* to_string(Role r) {
+  switch (r) {
+    case Role::Transform:
+      return "transform";
+    case Role::Source:
+      return "source";
+    case Role::Sink:
+      return "sink";
+  }
+  return "?";
+}
+
+std::string range_text(const ParamSpec& p) {
+  auto num = [&](double d) {
+    return p.type == ParamType::Int ? fmt::format("{}", static_cast<int64_t>(d))
+                                    : fmt::format("{}", d);
+  };
+  return fmt::format("[{}, {}]", p.min ? num(*p.min) : "-inf", p.max ? num(*p.max) : "inf");
 }
 
 std::string to_string(const Value& v) {
@@ -35,6 +59,7 @@ std::string to_string(const Value& v) {
     std::string operator()(const std::vector<std::string>& l) const {
       return fmt::format("[{}]", fmt::join(l, ", "));
     }
+    std::string operator()(const JsonPointer& p) const { return p.to_string(); }
   };
   return std::visit(Visitor{}, v);
 }
@@ -74,6 +99,16 @@ ParamSpec strings(std::string name, std::optional<std::vector<std::string>> def,
   if (def) p.default_value = Value{std::move(*def)};
   return p;
 }
+ParamSpec pointer(std::string name, std::optional<std::string> def, std::string help) {
+  ParamSpec p{std::move(name), ParamType::Pointer, {}, {}, {}, {}, {}, std::move(help)};
+  if (def) {
+    if (auto why = json_pointer_error(*def)) {
+      throw std::logic_error("default of `" + p.name + "` is not a JSON pointer: " + *why);
+    }
+    p.default_value = Value{JsonPointer(*def)};
+  }
+  return p;
+}
 ParamSpec resource(std::string name, std::string interface, std::string help, bool required) {
   ParamSpec p{std::move(name),      ParamType::Resource, {}, {}, {}, {},
               std::move(interface), std::move(help)};
@@ -86,6 +121,21 @@ ParamSpec resources(std::string name, std::string interface, std::string help) {
       std::move(interface), std::move(help)};
 }
 }  // namespace P
+
+std::optional<std::string> json_pointer_error(std::string_view text) {
+  if (!text.empty() && text[0] != '/') {
+    return fmt::format("it must be empty (the whole task) or start with `/`, as in /{}", text);
+  }
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '~') continue;
+    if (i + 1 < text.size() && (text[i + 1] == '0' || text[i + 1] == '1')) {
+      ++i;
+      continue;
+    }
+    return fmt::format("`~` at offset {} must be written `~0` (a `~`) or `~1` (a `/`)", i);
+  }
+  return std::nullopt;
+}
 
 const ParamSpec* Contract::find_param(std::string_view name) const {
   for (const auto& p : params) {

@@ -5,6 +5,8 @@
 // `vsynth validate` checks a pipeline's YAML against every contract; `vsynth stages` prints them.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,8 +15,11 @@
 
 namespace vsynth::graph {
 
+using JsonPointer = nlohmann::json::json_pointer;
+
 // A parameter value after validation.
-using Value = std::variant<bool, int64_t, double, std::string, std::vector<std::string>>;
+using Value =
+    std::variant<bool, int64_t, double, std::string, std::vector<std::string>, JsonPointer>;
 
 enum class ParamType {
   Bool,
@@ -25,6 +30,7 @@ enum class ParamType {
   StringList,    // a YAML sequence of strings
   Resource,      // the name of a resource whose kind has interface `resource_interface`
   ResourceList,  // a sequence of such names
+  Pointer,       // a JSON pointer (RFC 6901) into the task, e.g. /language; parsed when validated
 };
 
 const char* to_string(ParamType t);
@@ -53,6 +59,7 @@ ParamSpec choice(std::string name, std::string def, std::vector<std::string> cho
                  std::string help);
 ParamSpec strings(std::string name, std::optional<std::vector<std::string>> def, std::string help,
                   std::vector<std::string> allowed = {});
+ParamSpec pointer(std::string name, std::optional<std::string> def, std::string help);
 ParamSpec resource(std::string name, std::string interface, std::string help, bool required = true);
 ParamSpec resources(std::string name, std::string interface, std::string help);
 }  // namespace P
@@ -65,6 +72,11 @@ struct PortSpec {
 
 enum class Role { Transform, Source, Sink };
 enum class Execution { Sync, Async };
+
+const char* to_string(Role r);  // "transform", "source", "sink"
+
+// The bounds of an Int or Float parameter as messages show them: "[16, 65536]", "[0, inf]".
+std::string range_text(const ParamSpec& p);
 
 // Stage concurrency: how many items one stage processes at once; 0 means unlimited.
 struct Concurrency {
@@ -99,5 +111,9 @@ struct ResourceContract {
 
 // Human-readable rendering of a value as YAML would spell it.
 std::string to_string(const Value& v);
+
+// Why `text` is not a JSON pointer (RFC 6901: empty, or `/`-prefixed reference tokens in which
+// `~` appears only as `~0` (a `~`) or `~1` (a `/`)); nullopt when it is one.
+std::optional<std::string> json_pointer_error(std::string_view text);
 
 }  // namespace vsynth::graph

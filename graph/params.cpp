@@ -27,5 +27,6 @@ template const int64_t& Params::as<int64_t>(std::string_view) const;
 template const std::string& Params::as<std::string>(std::string_view) const;
 template const std::vector<std::string>& Params::as<std::vector<std::string>>(
     std::string_view) const;
+template const JsonPointer& Params::as<JsonPointer>(std::string_view) const;
 
 }  // namespace vsynth::graph

@@ -24,6 +24,8 @@ class Params {
   const std::vector<std::string>& strings(std::string_view name) const {
     return as<std::vector<std::string>>(name);
   }
+  // A Pointer parameter, parsed (its syntax was checked when the pipeline was validated).
+  const JsonPointer& pointer(std::string_view name) const { return as<JsonPointer>(name); }
   bool has(std::string_view name) const { return values_.find(name) != values_.end(); }
   const std::map<std::string, Value, std::less<>>& all() const { return values_; }
   void set(std::string name, Value v) { values_[std::move(name)] = std::move(v); }

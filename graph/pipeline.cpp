@@ -16,6 +16,11 @@ namespace flow = tbb::flow;
 
 namespace {
 
+// "file:line:col" of a declaration, the place construction errors point at.
+std::string where(const std::string& file, Mark m) {
+  return m.line > 0 ? fmt::format("{}:{}:{}", file, m.line, m.col) : file;
+}
+
 uint32_t thread_number() {
   static std::atomic<uint32_t> next{1};
   thread_local uint32_t id = next.fetch_add(1);
@@ -33,8 +38,9 @@ Pipeline::Pipeline(ValidatedPipeline spec, const Registry& registry) : spec_(std
       resource_order_.push_back(r.name);
     } catch (const std::exception& e) {
       resources_.clear_in_reverse(resource_order_);
-      throw std::runtime_error(fmt::format("{}: building resource `{}` ({}) failed: {}", spec_.file,
-                                           r.name, r.kind->contract.kind, e.what()));
+      throw std::runtime_error(fmt::format("{}: building resource `{}` ({}) failed: {}",
+                                           where(spec_.file, r.mark), r.name, r.kind->contract.kind,
+                                           e.what()));
     }
   }
   for (const auto& s : spec_.stages) {
@@ -50,8 +56,9 @@ Pipeline::Pipeline(ValidatedPipeline spec, const Registry& registry) : spec_(std
     } catch (const std::exception& e) {
       stages_.clear();
       resources_.clear_in_reverse(resource_order_);
-      throw std::runtime_error(fmt::format("{}: building stage `{}` ({}) failed: {}", spec_.file,
-                                           s.name, c.kind, e.what()));
+      // The framework says where (file:line:col, stage, kind); the stage's message says what.
+      throw std::runtime_error(fmt::format("{}: building stage `{}` ({}) failed: {}",
+                                           where(spec_.file, s.mark), s.name, c.kind, e.what()));
     }
     if (c.ports.size() > StageMetrics::kMaxPorts) {
       throw std::runtime_error(
@@ -88,7 +95,7 @@ struct PipelineImpl {
     for (const auto& e : spec.edges) {
       if (e.to != kOut && e.policy == QueuePolicy::Reject) p.metrics_[e.to]->set_exact_queue(true);
     }
-    for (const auto& w : block_watch) p.metrics_[w.first->to]->set_exact_queue(true);
+    for (const auto& w : block_watch) p.metrics_[w->edge->to]->set_exact_queue(true);
   }
 
   Pipeline& p;
@@ -103,7 +110,8 @@ struct PipelineImpl {
   std::vector<std::unique_ptr<SNode>> sync_nodes;
   std::vector<std::unique_ptr<ANode>> async_nodes;
   std::vector<std::unique_ptr<SNode>> routers;
-  std::vector<int> native_edge;  // per stage: the edge wired as a flow-graph edge, or -1
+  // Per stage: the edge wired as a flow-graph edge (see wire_natively), if any.
+  std::vector<std::optional<std::size_t>> native_edge;
   std::unique_ptr<flow::sequencer_node<ItemPtr>> sequencer;
   std::unique_ptr<FNode> sink_node;
   std::vector<std::shared_ptr<const Completion::Fn>> completions;
@@ -153,11 +161,12 @@ struct PipelineImpl {
     async_nodes.resize(n);
     routers.resize(n);
     completions.resize(n);
-    native_edge.assign(n, -1);
+    native_edge.assign(n, std::nullopt);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& s = spec.stages[i];
-      const int e = s.port_edges.empty() ? -1 : s.port_edges[0];
-      if (e >= 0 && wire_natively(spec.edges[e])) native_edge[i] = e;
+      if (!s.port_edges.empty() && wire_natively(spec.edges[s.port_edges[0]])) {
+        native_edge[i] = s.port_edges[0];
+      }
       const std::size_t conc = s.concurrency.limit == 0 ? static_cast<std::size_t>(flow::unlimited)
                                                         : s.concurrency.limit;
       if (s.kind->contract.execution == Execution::Sync) {
@@ -192,8 +201,8 @@ struct PipelineImpl {
       flow::make_edge(*sequencer, *sink_node);
     }
     for (std::size_t i = 0; i < n; ++i) {
-      if (native_edge[i] < 0) continue;
-      const ResolvedEdge& e = spec.edges[native_edge[i]];
+      if (!native_edge[i]) continue;
+      const ResolvedEdge& e = spec.edges[*native_edge[i]];
       flow::sender<ItemPtr>& from = sync_nodes[i]
                                         ? static_cast<flow::sender<ItemPtr>&>(*sync_nodes[i])
                                         : static_cast<flow::sender<ItemPtr>&>(*routers[i]);
@@ -207,12 +216,13 @@ struct PipelineImpl {
 
   // --- per item ---
 
-  // Queues the item in front of `stage`: by hand, or (native) by the caller returning it
-  // along its flow-graph edge.
-  void enter(std::size_t stage, const ItemPtr& item, const ResolvedEdge* edge,
-             bool native = false) {
+  // Queues the item in front of `stage`, coming from stage `from` (none: admitted): by hand, or
+  // (native) by the caller returning it along its flow-graph edge.
+  void enter(std::optional<std::size_t> from, std::size_t stage, const ItemPtr& item,
+             const ResolvedEdge* edge, bool native = false) {
     StageMetrics& m = *p.metrics_[stage];
     if (edge && edge->policy == QueuePolicy::Reject && m.queued() >= edge->capacity) {
+      if (from) left(*from);
       fail(item, stage_names[stage], "",
            fmt::format("rejected: the queue in front of stage `{}` is full ({} items, policy "
                        "reject)",
@@ -220,6 +230,7 @@ struct PipelineImpl {
            "rejected");
       return;
     }
+    moved(from, stage);  // before the queue counts it: a watch's count covers its queue
     m.enqueued();
     if (native) return;
     if (sync_nodes[stage]) {
@@ -229,7 +240,10 @@ struct PipelineImpl {
     }
   }
 
-  void begin(std::size_t stage) { p.metrics_[stage]->started(); }
+  void begin(std::size_t stage) {
+    p.metrics_[stage]->started();
+    started(stage);  // after the queue let it go (see moved)
+  }
 
   void end(std::size_t stage, Item& item, int64_t start) {
     const int64_t stop = now_ns();
@@ -242,6 +256,7 @@ struct PipelineImpl {
 
   void stage_error(std::size_t stage, const ItemPtr& item, const std::string& what) {
     p.metrics_[stage]->errored();
+    left(stage);
     const auto msg = fmt::format("stage `{}` ({}) failed: {}", stage_names[stage],
                                  spec.stages[stage].kind->contract.kind, what);
     if (spec.fail_fast) set_fatal(fmt::format("item `{}`: {} (fail_fast is on)", item->id(), msg));
@@ -316,16 +331,18 @@ struct PipelineImpl {
   // along its native flow-graph edge; false when it was delivered here.
   bool route(std::size_t stage, const ItemPtr& item, Port port) {
     p.metrics_[stage]->left_through(port);
-    const int edge_index = spec.stages[stage].port_edges[port];
+    const std::size_t edge_index = spec.stages[stage].port_edges[port];
     const ResolvedEdge& e = spec.edges[edge_index];
     const PortSpec& ps = spec.stages[stage].kind->contract.ports[port];
     const bool native = native_edge[stage] == edge_index;
     if (e.to == kOut) {
+      left(stage);
       finish(item, stage_names[stage], ps.name, !ps.failure, !native);
       return native;
     }
     if (e.back_edge) {
       if (item->attempt_ >= e.max_attempts || control.cancelled()) {
+        left(stage);
         fail(item, stage_names[stage], ps.name,
              control.cancelled()
                  ? std::string("cancelled before the next attempt")
@@ -339,7 +356,7 @@ struct PipelineImpl {
       snapshot_attempt(*item, stage_names[stage], ps.name);
       ++item->attempt_;
     }
-    enter(static_cast<std::size_t>(e.to), item, &e, native);
+    enter(stage, static_cast<std::size_t>(e.to), item, &e, native);
     return native;
   }
 
@@ -419,11 +436,44 @@ struct PipelineImpl {
     }
   }
 
-  // For each `block` edge: the stages whose items can still reach it (its source and
-  // everything upstream of it). The edge counts as full when those items plus its queue reach
-  // its capacity, so admitting one more item can never push the queue past it (give or take
-  // an item moving between stages at that instant).
-  std::vector<std::pair<const ResolvedEdge*, std::vector<int>>> block_watch;
+  // A `block` edge whose capacity is below max_in_flight is watched: `held` counts, exactly,
+  // the items queued in front of its target plus every item queued at or running in a stage
+  // upstream of the target (one that reaches it through forward edges). The count changes
+  // where an item moves (moved, started, left), so it never misses an item in transit, and
+  // along forward edges it only falls: only admission raises it (and a back edge that sends an
+  // item round into the region again). Admission waits while it is at the capacity, so the
+  // target's queue never exceeds the capacity unless a back edge brings items back into it.
+  struct Watch {
+    const ResolvedEdge* edge = nullptr;
+    std::vector<bool> upstream;  // per stage
+    std::atomic<int64_t> held{0};
+
+    bool counts_queued_at(std::size_t s) const { return upstream[s] || edge->to == int(s); }
+    bool counts_running_at(std::size_t s) const { return upstream[s]; }
+    void add(int64_t d) {
+      // release: whoever reads a lower count (the feeder, acquire) also sees the queue counts
+      // updated before it (begin: started() then started(stage)).
+      if (d != 0) held.fetch_add(d, std::memory_order_acq_rel);
+    }
+  };
+  std::vector<std::unique_ptr<Watch>> block_watch;  // atomics: kept in place
+
+  // An item leaves stage `from` (running; none: admitted) for the queue of `to`.
+  void moved(std::optional<std::size_t> from, std::size_t to) {
+    for (auto& w : block_watch) {
+      w->add(int64_t{w->counts_queued_at(to)} - int64_t{from && w->counts_running_at(*from)});
+    }
+  }
+  // Stage `s` took an item from its queue.
+  void started(std::size_t s) {
+    for (auto& w : block_watch) {
+      w->add(int64_t{w->counts_running_at(s)} - int64_t{w->counts_queued_at(s)});
+    }
+  }
+  // An item running in stage `s` leaves the graph (finished, failed, rejected, exhausted).
+  void left(std::size_t s) {
+    for (auto& w : block_watch) w->add(-int64_t{w->counts_running_at(s)});
+  }
 
   void watch_block_edges() {
     const int n = static_cast<int>(spec.stages.size());
@@ -432,32 +482,27 @@ struct PipelineImpl {
       // Items held upstream of an edge are items inside the graph: an edge at least as large
       // as max_in_flight can never fill, so it needs no watching.
       if (e.capacity >= spec.max_in_flight) continue;
-      std::vector<bool> up(n, false);
-      std::vector<int> todo{e.from};
-      up[e.from] = true;
+      auto w = std::make_unique<Watch>();
+      w->edge = &e;
+      w->upstream.assign(n, false);
+      std::vector<int> todo{e.to};
       while (!todo.empty()) {
         const int v = todo.back();
         todo.pop_back();
         for (const auto& f : spec.edges) {
-          if (f.to == v && !f.back_edge && !up[f.from]) {
-            up[f.from] = true;
+          if (f.to == v && !f.back_edge && !w->upstream[f.from]) {
+            w->upstream[f.from] = true;
             todo.push_back(f.from);
           }
         }
       }
-      std::vector<int> stages;
-      for (int i = 0; i < n; ++i) {
-        if (up[i]) stages.push_back(i);
-      }
-      block_watch.emplace_back(&e, std::move(stages));
+      block_watch.push_back(std::move(w));
     }
   }
 
   bool pressure() const {
-    for (const auto& [e, upstream] : block_watch) {
-      int64_t held = p.metrics_[e->to]->queued();
-      for (int u : upstream) held += p.metrics_[u]->queued() + p.metrics_[u]->in_flight();
-      if (held >= e->capacity) return true;
+    for (const auto& w : block_watch) {
+      if (w->held.load(std::memory_order_acquire) >= w->edge->capacity) return true;
     }
     return false;
   }
@@ -500,7 +545,7 @@ struct PipelineImpl {
       if (!admit()) break;
       auto item = std::make_shared<Item>(std::move(*task), seq++);
       admitted.fetch_add(1, std::memory_order_relaxed);
-      enter(static_cast<std::size_t>(spec.entry), item, nullptr);
+      enter(std::nullopt, static_cast<std::size_t>(spec.entry), item, nullptr);
     }
     if (result.total >= result.skipped) result.total -= result.skipped;
   }

@@ -1,6 +1,7 @@
 // The pipeline file as written: stages, resources, edges and run options, each with the
 // position it came from. Loading checks only the YAML's shape (and guards against depth and
-// alias bombs); checking against the stage contracts is validate.h's job.
+// alias bombs and against files of too many nodes); checking against the stage contracts is
+// validate.h's job.
 //
 //   pipeline: verify-loop
 //   resources:
@@ -72,11 +73,15 @@ struct PipelineSpec {
   bool fail_fast = false;                // a stage exception stops the run
 };
 
-// Limits that keep a hostile file from costing unbounded time or memory.
+// Limits that keep a hostile file from costing unbounded time or memory. The node counts are
+// checked on the parser's events before any node is built, so a file is refused after reading
+// at most `max_nodes` of them (a 4 MB file of 2M one-digit items: ~0.1 s, not seconds and a GB).
+// Real pipeline files have a few hundred nodes.
 struct LoadLimits {
-  std::size_t max_bytes = 4u << 20;  // the file itself
-  int max_depth = 64;                // nesting, counted through aliases
-  std::size_t max_nodes = 100000;    // nodes visited, counted through aliases
+  std::size_t max_bytes = 4u << 20;      // the file itself
+  int max_depth = 64;                    // nesting, counted through aliases
+  std::size_t max_nodes = 100000;        // nodes written in the file (scalars, lists, maps)
+  std::size_t max_alias_nodes = 100000;  // nodes reached through aliases, all uses summed
 };
 
 // Loads a pipeline file. Shape problems go into `diags` (all of them); the returned spec

@@ -21,6 +21,7 @@ struct ResolvedResource {
   std::string name;
   const ResourceKind* kind = nullptr;
   Params params;
+  Mark mark;  // its declaration, for messages
 };
 
 struct ResolvedStage {
@@ -28,7 +29,8 @@ struct ResolvedStage {
   const StageKind* kind = nullptr;
   Params params;
   Concurrency concurrency;
-  std::vector<int> port_edges;  // per port of the contract: index into edges
+  std::vector<std::size_t> port_edges;  // per port of the contract: index into edges
+  Mark mark;                            // its declaration, for messages
 };
 
 struct ResolvedEdge {

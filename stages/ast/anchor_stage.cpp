@@ -11,18 +11,6 @@ namespace vsynth::stages::ast {
 
 namespace {
 
-nlohmann::json::json_pointer pointer_param(const graph::StageContext& ctx, const char* name) {
-  const std::string& text = ctx.params.string(name);
-  try {
-    return nlohmann::json::json_pointer(text);
-  } catch (const nlohmann::json::exception&) {
-    throw AstError(
-        fmt::format("stage `{}` (ast.anchor): `{}` must be a JSON pointer such as "
-                    "/path, got `{}`",
-                    ctx.name, name, text));
-  }
-}
-
 const nlohmann::json* lookup(const nlohmann::json& data, const nlohmann::json::json_pointer& p) {
   return data.contains(p) ? &data.at(p) : nullptr;
 }
@@ -91,10 +79,10 @@ nlohmann::json AnchorFacet::to_json() const {
 }
 
 AnchorStage::AnchorStage(const graph::StageContext& ctx)
-    : path_(pointer_param(ctx, "path_field")),
-      source_(pointer_param(ctx, "source_field")),
-      cursor_(pointer_param(ctx, "cursor_field")),
-      language_(pointer_param(ctx, "language_field")),
+    : path_(ctx.params.pointer("path_field")),
+      source_(ctx.params.pointer("source_field")),
+      cursor_(ctx.params.pointer("cursor_field")),
+      language_(ctx.params.pointer("language_field")),
       one_based_(ctx.params.string("cursor_base") == "one"),
       options_{static_cast<std::size_t>(ctx.params.integer("max_identifiers"))},
       ok_(ctx.port("ok")) {
@@ -155,14 +143,14 @@ graph::Contract anchor_contract() {
   c.provides_facets = {std::string(AnchorFacet::kName)};
   c.ports = {{"ok", "the cursor was located (the file may still hold syntax errors)", false}};
   c.params = {
-      graph::P::string("path_field", "/path",
-                       "JSON pointer to the file name; its extension picks the language"),
-      graph::P::string("source_field", "/source", "JSON pointer to the file's text"),
-      graph::P::string("cursor_field", "/cursor",
-                       "JSON pointer to {line, column} (see cursor_base) or {offset} (0-based "
-                       "byte)"),
-      graph::P::string("language_field", "/language",
-                       "JSON pointer to an optional language name that overrides the extension"),
+      graph::P::pointer("path_field", "/path",
+                        "JSON pointer to the file name; its extension picks the language"),
+      graph::P::pointer("source_field", "/source", "JSON pointer to the file's text"),
+      graph::P::pointer("cursor_field", "/cursor",
+                        "JSON pointer to {line, column} (see cursor_base) or {offset} (0-based "
+                        "byte)"),
+      graph::P::pointer("language_field", "/language",
+                        "JSON pointer to an optional language name that overrides the extension"),
       graph::P::choice("cursor_base", "one", {"one", "zero"},
                        "line/column numbering: one (editors, compilers) or zero (tree-sitter, "
                        "LSP); columns count bytes"),

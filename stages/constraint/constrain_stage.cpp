@@ -86,7 +86,7 @@ std::unique_ptr<graph::StageBase> make_constrain_stage(const graph::StageContext
   s.translate.unroll_bound = static_cast<int>(p.integer("unroll_bound"));
   s.language = p.string("language");
   if (!s.language.empty() && s.language != "python" && s.language != "c")
-    throw ConstraintError("stage `" + ctx.name + "` (constrain.z3): language `" + s.language +
+    throw ConstraintError("language `" + s.language +
                           "` is not supported (valid: python, c, or empty for the task's)");
   s.max_candidates = p.integer("max_candidates");
   return std::make_unique<ConstrainStage>(std::move(s), static_cast<int>(p.integer("workers")),

@@ -9,8 +9,8 @@
 namespace vsynth::stages::context {
 
 DepsStage::DepsStage(const graph::StageContext& ctx)
-    : files_(pointer_param(ctx, "files_field")),
-      project_(pointer_param(ctx, "project_field")),
+    : files_(ctx.params.pointer("files_field")),
+      project_(ctx.params.pointer("project_field")),
       options_{static_cast<uint32_t>(ctx.params.integer("hops")),
                static_cast<uint32_t>(ctx.params.integer("max_per_hop")),
                static_cast<uint32_t>(ctx.params.integer("max_ambiguity"))},
@@ -83,10 +83,10 @@ graph::Contract deps_contract() {
   c.provides_facets = {"context_units"};
   c.ports = {{"ok", "dependencies added", false}};
   c.params = {
-      graph::P::string("files_field", "/files",
-                       "JSON pointer to the project's other files [{path, source}] (optional)"),
-      graph::P::string("project_field", "/project",
-                       "JSON pointer to a project name keeping indexes apart (optional)"),
+      graph::P::pointer("files_field", "/files",
+                        "JSON pointer to the project's other files [{path, source}] (optional)"),
+      graph::P::pointer("project_field", "/project",
+                        "JSON pointer to a project name keeping indexes apart (optional)"),
       graph::P::integer("hops", 2, 1, 2, "dependency hops from the cursor's function"),
       graph::P::integer("max_per_hop", 24, 1, 1000, "definitions kept per hop, nearest first"),
       graph::P::integer("max_ambiguity", 3, 1, 100,

@@ -18,16 +18,15 @@ std::shared_ptr<const TokenCounter> make_counter(const graph::StageContext& ctx)
   const std::string& model = ctx.params.string("model");
   if (!model.empty() && how != "auto" && how != "model") {
     throw ContextError(fmt::format(
-        "stage `{}` (context.prune): `model: {}` and `tokenizer: {}` disagree on how to count "
+        "`model: {}` and `tokenizer: {}` disagree on how to count "
         "tokens; leave `tokenizer` out (auto) or set it to `model` to count with the model's "
         "tokenizer, or drop `model`",
-        ctx.name, model, how));
+        model, how));
   }
   if (how == "model" && model.empty()) {
-    throw ContextError(
-        fmt::format("stage `{}` (context.prune): `tokenizer: model` needs `model`, the name of a "
-                    "model.gguf resource declared under resources: (or use `tokenizer: estimate`)",
-                    ctx.name));
+    throw ContextError(fmt::format(
+        "`tokenizer: model` needs `model`, the name of a "
+        "model.gguf resource declared under resources: (or use `tokenizer: estimate`)"));
   }
   if (!model.empty()) {
     // The loaded model's own tokenizer, kept alive by the model (aliasing shared_ptr).
@@ -40,10 +39,9 @@ std::shared_ptr<const TokenCounter> make_counter(const graph::StageContext& ctx)
   if (how == "auto" || how == "estimate") return estimate_counter();
   const std::string& path = ctx.params.string("gguf_path");
   if (path.empty()) {
-    throw ContextError(fmt::format(
-        "stage `{}` (context.prune): `tokenizer: gguf` needs `gguf_path`, the model file whose "
-        "tokenizer counts tokens (or use `tokenizer: estimate`)",
-        ctx.name));
+    throw ContextError(
+        fmt::format("`tokenizer: gguf` needs `gguf_path`, the model file whose "
+                    "tokenizer counts tokens (or use `tokenizer: estimate`)"));
   }
   return TokenizerCounter::from_gguf(path);
 }
@@ -52,7 +50,7 @@ std::shared_ptr<const TokenCounter> make_counter(const graph::StageContext& ctx)
 
 PruneStage::PruneStage(const graph::StageContext& ctx)
     : counter_(make_counter(ctx)),
-      edits_field_(pointer_param(ctx, "edits_field").to_string()),
+      edits_field_(ctx.params.pointer("edits_field").to_string()),
       ok_(ctx.port("ok")) {
   options_.budget_tokens = static_cast<uint32_t>(ctx.params.integer("budget_tokens"));
   options_.split_focus = ctx.params.boolean("split_focus");
@@ -120,9 +118,9 @@ graph::Contract prune_contract() {
                          "generate.llm uses, so the budget is in its tokens)",
                          /*required=*/false),
       graph::P::string("gguf_path", "", "model file whose tokenizer counts (tokenizer: gguf)"),
-      graph::P::string("edits_field", "/edits",
-                       "JSON pointer to the edit history [{path, start_line, end_line}], "
-                       "oldest first (optional)"),
+      graph::P::pointer("edits_field", "/edits",
+                        "JSON pointer to the edit history [{path, start_line, end_line}], "
+                        "oldest first (optional)"),
       graph::P::boolean("split_focus", true,
                         "when the enclosing function takes more than focus_share of the budget, "
                         "show its statements nearest the cursor (each whole) instead"),

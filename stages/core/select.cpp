@@ -5,19 +5,8 @@
 
 namespace vsynth::stages::core {
 
-namespace {
-nlohmann::json::json_pointer parse_pointer(const std::string& text) {
-  try {
-    return nlohmann::json::json_pointer(text);
-  } catch (const nlohmann::json::exception&) {
-    throw std::invalid_argument("`field` must be a JSON pointer such as /language, got `" + text +
-                                "`");
-  }
-}
-}  // namespace
-
 Select::Select(const graph::StageContext& ctx)
-    : field_(parse_pointer(ctx.params.string("field"))),
+    : field_(ctx.params.pointer("field")),
       values_(ctx.params.strings("values")),
       match_(ctx.port("match")),
       other_(ctx.port("other")) {}
@@ -44,7 +33,7 @@ graph::Contract select_contract() {
   c.ports = {{"match", "the field's value is one of `values`", false},
              {"other", "anything else, including a missing field", false}};
   c.params = {
-      graph::P::string("field", std::nullopt, "JSON pointer into the task, e.g. /language"),
+      graph::P::pointer("field", std::nullopt, "JSON pointer into the task, e.g. /language"),
       graph::P::strings("values", std::nullopt, "values that select `match`"),
   };
   return c;

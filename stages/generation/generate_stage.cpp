@@ -47,10 +47,9 @@ GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,
   settings_.prompt.chat_model = model_->chat_tuned();
   const int32_t ctx = model_->model().options().context_length;
   if (ctx > 0 && settings_.decode.max_new_tokens >= ctx) {
-    throw std::invalid_argument("stage `" + name_ + "` (generate.llm): max_new_tokens " +
-                                std::to_string(settings_.decode.max_new_tokens) +
-                                " leaves no room for a prompt in the model's context_length " +
-                                std::to_string(ctx));
+    throw std::invalid_argument(
+        "max_new_tokens " + std::to_string(settings_.decode.max_new_tokens) +
+        " leaves no room for a prompt in the model's context_length " + std::to_string(ctx));
   }
   workers_.start(workers);
 }
@@ -168,7 +167,7 @@ std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ct
   try {
     s.decode.sampler.validate();
   } catch (const kernels::SamplerError& e) {
-    throw std::invalid_argument("stage `" + ctx.name + "` (generate.llm): " + e.what());
+    throw std::invalid_argument(e.what());
   }
   return std::make_unique<GenerateStage>(std::move(model), std::move(hooks), std::move(s),
                                          static_cast<int>(p.integer("workers")), ctx.port("ok"),

@@ -256,8 +256,7 @@ std::unique_ptr<graph::StageBase> make_validate_stage(const graph::StageContext&
   for (const auto& name : ctx.params.strings("checks")) {
     const auto check = parse_check(name);
     if (!check) {
-      throw ValidationError(fmt::format(
-          "stage `{}`: unknown check `{}` (syntax, compile, tests, spec)", ctx.name, name));
+      throw ValidationError(fmt::format("unknown check `{}` (syntax, compile, tests, spec)", name));
     }
     if (std::find(s.checks.begin(), s.checks.end(), *check) == s.checks.end()) {
       s.checks.push_back(*check);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graph/registry.h"
+#include "graph/validate.h"
 #include "stages/ast/anchor_stage.h"
 #include "stages/ast/error.h"
 #include "stages/ast/register.h"
@@ -123,8 +124,14 @@ TEST_CASE("ast.anchor fails a bad task with a message naming the field", "[ast][
       {{"path", "a.py"}, {"source", "x = 1\n"}, {"cursor", {{"line", 9}, {"column", 1}}}},
       "a.py: cursor at line 9, column 1 (1-based) is outside the file: valid lines are 1..2");
 
-  CHECK_THROWS_WITH(h.make(graph::Params({{"path_field", std::string("no-slash")}})),
-                    Catch::Contains("`path_field` must be a JSON pointer"));
+  // A bad pointer is refused when the pipeline is validated, before any stage is built.
+  graph::Diagnostics d("p.yaml");
+  graph::check_params(h.kind->contract.params, {{"path_field", {3, 9}, YAML::Node("no-slash")}},
+                      "stage `anchor` (ast.anchor)", {}, {}, h.registry, d);
+  REQUIRE(d.size() == 1);
+  CHECK_THAT(d.list()[0].format(),
+             Catch::StartsWith("p.yaml: error: parameter `path_field` of stage `anchor` "
+                               "(ast.anchor) must be a JSON pointer"));
 }
 
 TEST_CASE("ast.anchor keeps parsed files between requests (cache_mb)", "[ast][stage][cache]") {

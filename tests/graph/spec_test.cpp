@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -118,6 +119,66 @@ TEST_CASE("alias bombs and deep nesting fail with typed diagnostics") {
     REQUIRE(d.size() == 1);
     CHECK(d.list()[0].code == "yaml.depth");
   }
+}
+
+TEST_CASE("a big flat list is too many nodes, not an alias bomb, and is refused early") {
+  // 2M items in a flow sequence, just under the 4 MiB file limit: real nodes, no alias.
+  std::string doc = "stages: [";
+  for (int i = 0; i < 2000000; ++i) doc += i ? ",1" : "1";
+  doc += "]\nedges: []\n";
+  REQUIRE(doc.size() < graph::LoadLimits{}.max_bytes);
+  graph::Diagnostics d("big.yaml");
+  graph::load_spec_string(doc, "big.yaml", d);
+  REQUIRE(d.size() == 1);
+  CHECK(d.list()[0].code == "yaml.nodes");
+  CHECK_THAT(d.list()[0].format(),
+             Catch::StartsWith("big.yaml:1:") &&
+                 Catch::Contains("too many YAML nodes (more than 100000; the limit is 100000)"));
+  // The count stops at the limit: the node named is the 100001st (the root mapping, the key
+  // `stages` and the list come first; list item k is at column 10 + 2k), so the parser never
+  // read the rest of the file.
+  CHECK(d.list()[0].mark.col == 10 + 2 * (100001 - 4));
+}
+
+TEST_CASE("real nodes and nodes reached through aliases have separate budgets") {
+  // 60k real nodes plus an alias that reaches 60k more: each within its budget, so no YAML
+  // diagnostic (the old single budget counted 120k and called it an alias bomb).
+  std::string doc =
+      "description: x\nstages:\n  a: { use: test.produce }\nedges: [ a -> out ]\n"
+      "pipeline: p\nqueues: { default: { capacity: 4 } }\n";
+  std::string list = "[";
+  for (int i = 0; i < 60000; ++i) list += i ? ",1" : "1";
+  list += "]";
+  graph::Diagnostics d("aliases.yaml");
+  graph::load_spec_string("x: &big " + list + "\ny: *big\n" + doc, "aliases.yaml", d);
+  for (const auto& e : d.list()) CHECK(e.code.rfind("yaml.", 0) != 0);
+  SECTION("the same alias used twice more crosses the alias budget") {
+    graph::Diagnostics d2("aliases.yaml");
+    graph::load_spec_string("x: &big " + list + "\ny: [*big, *big]\n" + doc, "aliases.yaml", d2);
+    REQUIRE(d2.size() == 1);
+    CHECK(d2.list()[0].code == "yaml.alias_bomb");
+    CHECK(d2.list()[0].mark.line == 2);
+  }
+}
+
+TEST_CASE("a tab in the indentation is named as such, at its position") {
+  graph::Diagnostics d("tabs.yaml");
+  graph::load_spec_string("stages:\n  a:\n  \tuse: test.produce\nedges: [ a -> out ]\n",
+                          "tabs.yaml", d);
+  REQUIRE(d.size() == 1);
+  CHECK(d.list()[0].code == "yaml.tab");
+  CHECK_THAT(d.list()[0].format(),
+             Catch::StartsWith("tabs.yaml:3:3: error: tabs are not allowed in YAML indentation"));
+}
+
+TEST_CASE("a back edge without max_attempts reports just that") {
+  const fs::path file =
+      fs::path(VSYNTH_SOURCE_DIR) / "tests/data/bad_configs/back_edge_without_max.yaml";
+  const std::string errors = errors_of(read_file(file), "b.yaml");
+  INFO(errors);
+  CHECK(errors.find("needs `max_attempts`") != std::string::npos);
+  CHECK(errors.find("not connected") == std::string::npos);
+  CHECK(std::count(errors.begin(), errors.end(), '\n') == 1);
 }
 
 TEST_CASE("environment references expand, with defaults and escapes") {

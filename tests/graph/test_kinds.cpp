@@ -55,6 +55,31 @@ class Sleep : public SyncStage {
   int64_t ms_;
 };
 
+// The gate test.gate waits at: closed until a test opens it.
+struct GateState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+};
+GateState& gate_state() {
+  static GateState g;
+  return g;
+}
+
+// test.gate: holds each item until the gate opens, so a test decides when items move on, not
+// the machine's speed. After 60 s it fails the item instead (a test that never opens it).
+class Gate : public SyncStage {
+ public:
+  Port process(Item&) override {
+    GateState& g = gate_state();
+    std::unique_lock l(g.mu);
+    if (!g.cv.wait_for(l, std::chrono::seconds(60), [&] { return g.open; })) {
+      throw std::runtime_error("the test never opened the gate");
+    }
+    return 0;
+  }
+};
+
 // test.throw: throws for ids ending in an odd digit.
 class Throw : public SyncStage {
  public:
@@ -236,6 +261,10 @@ void register_test_kinds(Registry& r) {
     r.add_stage(c, [](const StageContext& ctx) { return std::make_unique<Sleep>(ctx); });
   }
   {
+    Contract c = base("test.gate");
+    r.add_stage(c, [](const StageContext&) { return std::make_unique<Gate>(); });
+  }
+  {
     Contract c = base("test.throw");
     c.concurrency = Concurrency::unlimited();
     r.add_stage(c, [](const StageContext&) { return std::make_unique<Throw>(); });
@@ -325,6 +354,15 @@ void VectorSink::write(const Item& item) {
 bool VectorSink::contains(std::string_view id) const {
   if (preloaded.count(id)) return true;
   return false;
+}
+
+void set_gate(bool open) {
+  GateState& g = gate_state();
+  {
+    std::lock_guard l(g.mu);
+    g.open = open;
+  }
+  g.cv.notify_all();
 }
 
 ValidatedPipeline load_text(const std::string& yaml, const Registry& registry) {

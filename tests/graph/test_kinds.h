@@ -59,6 +59,9 @@ class VectorSink : public graph::Sink {
   std::set<std::string, std::less<>> preloaded;  // pretend these are already in the output
 };
 
+// Opens or closes the gate every test.gate stage waits at (closed at start).
+void set_gate(bool open);
+
 // Loads a pipeline from text against `registry`; throws SpecError.
 graph::ValidatedPipeline load_text(const std::string& yaml, const graph::Registry& registry);
 

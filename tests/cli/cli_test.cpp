@@ -377,7 +377,7 @@ TEST_CASE("vsynth run refuses to write its results over its input, whatever it i
   CHECK_FALSE(fs::exists(out));
 }
 
-TEST_CASE("a failed write leaves whole records only; exit 3, and --resume completes the file") {
+TEST_CASE("a failed write leaves whole records only, exits 3, and --resume completes the file") {
   const int n = 400;
   const auto tasks = write_tasks("tasks_full.jsonl", n);
   const auto out = kWork / "out_full.jsonl";
@@ -439,6 +439,7 @@ TEST_CASE("vsynth run: exit codes for outputs and inputs that are not what they 
 }
 
 TEST_CASE("vsynth run: a task over a size limit fails alone, with the limit and the fix") {
+  fs::create_directories(kWork);
   const auto tasks = kWork / "tasks_limit.jsonl";
   std::size_t big_line = 0;
   {
@@ -515,6 +516,7 @@ TEST_CASE("vsynth generate --prompt-file reads a prompt past the 128 KiB argumen
   // 200 KiB of code: more tokens than the context holds, so generate stops after tokenizing
   // and says how many it counted; half the file must count about half as many, and stdin the
   // same as the file. The model loads but never runs.
+  fs::create_directories(kWork);
   const fs::path big = kWork / "prompt_200k.txt", half = kWork / "prompt_100k.txt";
   std::string text;
   for (int i = 0; text.size() < 200 * 1024; ++i) {

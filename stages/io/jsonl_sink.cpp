@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -21,8 +22,8 @@ OutputError sys_error(const std::string& what, const std::string& path, int err 
 }
 
 // Who holds the flock on the file `st` describes, from /proc/locks ("1: FLOCK  ADVISORY  WRITE
-// <pid> <major>:<minor>:<inode> 0 EOF", device numbers in hex): "pid 123, `vsynth`", or a
-// plain "another process" where that cannot be read (no /proc, another pid namespace).
+// <pid> <major>:<minor>:<inode> 0 EOF", device numbers in hex): " (pid 123, `vsynth`)", or
+// nothing where that cannot be read (no /proc, another pid namespace).
 std::string lock_holder(const struct stat& st) {
   std::ifstream locks("/proc/locks");
   for (std::string line; std::getline(locks, line);) {
@@ -36,9 +37,9 @@ std::string lock_holder(const struct stat& st) {
     if (pid.empty() || pid == "-1" || pid == "0") break;
     std::string comm;
     std::getline(std::ifstream("/proc/" + pid + "/comm"), comm);
-    return comm.empty() ? fmt::format("pid {}", pid) : fmt::format("pid {}, `{}`", pid, comm);
+    return comm.empty() ? fmt::format(" (pid {})", pid) : fmt::format(" (pid {}, `{}`)", pid, comm);
   }
-  return "another process";
+  return "";
 }
 
 }  // namespace
@@ -106,10 +107,10 @@ void JsonlSink::open_locked() {
   ::close(fd_);
   fd_ = -1;
   if (err == EWOULDBLOCK) {
-    throw OutputError(fmt::format(
-        "output `{}` is in use by another run ({}): two runs appending to one file would "
-        "interleave their records; wait for it to finish, or write to another file",
-        opt_.path, lock_holder(st)));
+    throw OutputError(
+        fmt::format("output `{}` is in use by another run{}: two runs appending to one file would "
+                    "interleave their records; wait for it to finish, or write to another file",
+                    opt_.path, lock_holder(st)));
   }
   throw sys_error("cannot lock output", opt_.path, err);
 }

@@ -41,18 +41,19 @@ std::string task_id_of(const nlohmann::json& j) {
 std::string parse_error_text(const nlohmann::json::parse_error& e) {
   std::string s = e.what();
   if (const auto col = s.find("column "); col != std::string::npos) {
-    if (const auto colon = s.find(": ", col); colon != std::string::npos)
+    if (const auto colon = s.find(": ", col); colon != std::string::npos) {
       return s.substr(colon + 2);
+    }
   }
   if (const auto close = s.find("] "); close != std::string::npos) return s.substr(close + 2);
   return s;
 }
 
+// "16777216 bytes (16 MiB)": exact, and readable where the size is a round number.
 std::string bytes_text(uint64_t n) {
-  if (n >= (1ull << 20) && n % (1ull << 20) == 0)
-    return fmt::format("{} bytes ({} MiB)", n, n >> 20);
-  if (n >= (1ull << 10) && n % (1ull << 10) == 0)
-    return fmt::format("{} bytes ({} KiB)", n, n >> 10);
+  constexpr uint64_t kMiB = 1ull << 20, kKiB = 1ull << 10;
+  if (n >= kMiB && n % kMiB == 0) return fmt::format("{} bytes ({} MiB)", n, n / kMiB);
+  if (n >= kKiB && n % kKiB == 0) return fmt::format("{} bytes ({} KiB)", n, n / kKiB);
   return fmt::format("{} bytes", n);
 }
 

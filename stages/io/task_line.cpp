@@ -167,6 +167,23 @@ bool LineReader::next(std::size_t max_bytes, Line& line) {
 
 // --- UTF-8 ---
 
+namespace {
+// The lead byte of a multi-byte character: (byte & mask) == bits; it starts a sequence of
+// `len` bytes carrying (byte & payload) as its top bits, and encodes at least `min` (smaller
+// values in that many bytes are overlong).
+struct Lead {
+  unsigned char mask, bits;
+  std::size_t len;
+  unsigned char payload;
+  uint32_t min;
+};
+constexpr Lead kLeads[] = {
+    {.mask = 0xE0, .bits = 0xC0, .len = 2, .payload = 0x1F, .min = 0x80},
+    {.mask = 0xF0, .bits = 0xE0, .len = 3, .payload = 0x0F, .min = 0x800},
+    {.mask = 0xF8, .bits = 0xF0, .len = 4, .payload = 0x07, .min = 0x10000},
+};
+}  // namespace
+
 std::optional<EncodingError> find_encoding_error(std::string_view s) {
   const std::size_t n = s.size();
   std::size_t i = 0;
@@ -181,18 +198,17 @@ std::optional<EncodingError> find_encoding_error(std::string_view s) {
       ++i;
       continue;
     }
-    std::size_t len = 0;
-    uint32_t cp = 0, min = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1Fu, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0Fu, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07u, min = 0x10000;
-    } else {
+    const Lead* lead = nullptr;
+    for (const Lead& l : kLeads) {
+      if ((c & l.mask) == l.bits) lead = &l;
+    }
+    if (!lead) {
       return EncodingError{i, fmt::format("invalid UTF-8: byte 0x{:02X} cannot start a character{}",
                                           c, (c & 0xC0) == 0x80 ? " (a continuation byte)" : "")};
     }
+    const std::size_t len = lead->len;
+    const uint32_t min = lead->min;
+    uint32_t cp = c & lead->payload;
     for (std::size_t k = 1; k < len; ++k) {
       if (i + k >= n) {
         return EncodingError{i, fmt::format("invalid UTF-8: a {}-byte character cut short by the "

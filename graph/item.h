@@ -34,6 +34,10 @@ class Facet {
 struct Task {
   std::string id;       // unique within a run ("id" or "task_id" of the record)
   nlohmann::json data;  // the whole record
+  // Non-empty: the source refused this task (over a size limit, say) and says why. The runner
+  // writes it as failed (status `error`, exit `source`, this text as its error) without
+  // running any stage, so the other tasks run and --resume sees it done.
+  std::string refused = {};
 };
 
 // What a stage said when it sent the item back over a back edge (a failing test, a

@@ -543,8 +543,13 @@ struct PipelineImpl {
         continue;
       }
       if (!admit()) break;
+      std::string refused = std::move(task->refused);
       auto item = std::make_shared<Item>(std::move(*task), seq++);
       admitted.fetch_add(1, std::memory_order_relaxed);
+      if (!refused.empty()) {
+        fail(item, "source", "", std::move(refused), "error");
+        continue;
+      }
       enter(std::nullopt, static_cast<std::size_t>(spec.entry), item, nullptr);
     }
     if (result.total >= result.skipped) result.total -= result.skipped;

@@ -12,8 +12,10 @@
 // With `ordered: true` results pass a sequencer_node and are written in input order.
 //
 // An exception in a stage fails that item only (status "error", with the stage's name) unless
-// the pipeline says fail_fast. Cancellation stops admission, lets items already inside finish
-// and be written, and leaves the pipeline ready to run again.
+// the pipeline says fail_fast. A task its source refused (Task::refused: over a size limit)
+// is admitted and written as failed at once, never entering a stage. Cancellation stops
+// admission, lets items already inside finish and be written, and leaves the pipeline ready
+// to run again.
 #pragma once
 
 #include <atomic>

@@ -7,7 +7,14 @@ namespace vsynth::stages::io {
 
 void register_stages(graph::Registry& registry) {
   registry.add_stage(jsonl_source_contract(), [](const graph::StageContext& ctx) {
-    return std::make_unique<JsonlSource>(ctx.params.string("path"));
+    SourceOptions o;
+    o.path = ctx.params.string("path");
+    o.limits.task_bytes = static_cast<uint64_t>(ctx.params.integer("max_task_bytes"));
+    o.limits.file_bytes = static_cast<uint64_t>(ctx.params.integer("max_file_bytes"));
+    o.limits.files = static_cast<uint64_t>(ctx.params.integer("max_files"));
+    o.files_field = ctx.params.string("files_field");
+    o.source_field = ctx.params.string("source_field");
+    return std::make_unique<JsonlSource>(std::move(o));
   });
   registry.add_stage(jsonl_sink_contract(), [](const graph::StageContext& ctx) {
     return std::make_unique<JsonlSink>(

@@ -1,6 +1,8 @@
 // The vsynth subcommands. Each returns the process exit code (see exit_codes.h).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,8 @@ struct RunArgs {
   bool overwrite = false;
   bool quiet = false;
   std::string metrics_json;  // per-stage metrics written here at the end, when set
+  // The input's size limits (io.jsonl_source's max_task_bytes, ...); unset: the pipeline's.
+  std::optional<int64_t> max_task_bytes, max_file_bytes, max_files;
 };
 
 int cmd_run(const graph::Registry& registry, const RunArgs& args);

@@ -5,9 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "kernels/sampler/generator.h"
 #include "stages/generation/model_resource.h"
@@ -16,8 +21,53 @@
 
 namespace vsynth::cli {
 
+namespace {
+
+// The prompt text: --prompt as given, or the whole of --prompt-file ("-": stdin; one argument
+// cannot pass 128 KiB on Linux). Throws std::runtime_error naming the file.
+std::string read_prompt(const GenerateArgs& args) {
+  if (args.prompt_file.empty()) return args.prompt;
+  if (args.prompt_file == "-") {
+    std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    if (std::cin.bad()) throw std::runtime_error("cannot read the prompt from stdin");
+    return text;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(args.prompt_file, ec)) {
+    throw std::runtime_error(
+        fmt::format("--prompt-file `{}` is a directory, not a text file", args.prompt_file));
+  }
+  std::ifstream in(args.prompt_file, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error(
+        fmt::format("cannot read --prompt-file `{}`: {}", args.prompt_file, std::strerror(errno)));
+  }
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad())
+    throw std::runtime_error(fmt::format("cannot read --prompt-file `{}`", args.prompt_file));
+  return text;
+}
+
+}  // namespace
+
 int cmd_generate(const GenerateArgs& args) {
   namespace gen = stages::generation;
+  // Everything the command line can get wrong is checked before the model loads (seconds).
+  if (args.raw && args.chat) {
+    std::cerr << "error: --raw and --chat contradict each other\n";
+    return kExitUsage;
+  }
+  if (!args.prompt_file.empty() && !args.prompt.empty()) {
+    std::cerr << "error: --prompt and --prompt-file contradict each other; pass one\n";
+    return kExitUsage;
+  }
+  std::string prompt_text;
+  try {
+    prompt_text = read_prompt(args);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitUsage;
+  }
   kernels::GenerateOptions opt;
   opt.max_new_tokens = args.max_new_tokens;
   opt.stop = args.stop;
@@ -52,16 +102,12 @@ int cmd_generate(const GenerateArgs& args) {
     kernels::Model& model = res->model();
     const kernels::Tokenizer& tok = model.tokenizer();
     std::vector<kernels::TokenId> prompt;
-    if (args.raw && args.chat) {
-      std::cerr << "error: --raw and --chat contradict each other\n";
-      return kExitUsage;
-    }
     const bool chat = args.chat || (!args.raw && res->chat_tuned());
     if (!chat) {
-      prompt = tok.encode(args.prompt, {.add_special = true, .parse_special = false});
+      prompt = tok.encode(prompt_text, {.add_special = true, .parse_special = false});
     } else {
       prompt =
-          gen::render_chat(tok, args.prompt, gen::detect_chat_template(tok, res->chat_template()));
+          gen::render_chat(tok, prompt_text, gen::detect_chat_template(tok, res->chat_template()));
     }
     const int32_t ctx = model.options().context_length;
     if (ctx > 0 && static_cast<int64_t>(prompt.size()) + 1 > ctx) {

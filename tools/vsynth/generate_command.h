@@ -9,6 +9,7 @@ namespace vsynth::cli {
 
 struct GenerateArgs {
   std::string prompt;
+  std::string prompt_file;  // read the prompt from here instead ("-": stdin), for any length
   int max_new_tokens = 256;
   uint64_t seed = 0;
   float temperature = 0.2f;

@@ -1,6 +1,7 @@
 // vsynth: run, validate and inspect generate-then-verify pipelines.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "stages/register_all.h"
 #include "tools/vsynth/commands.h"
@@ -12,9 +13,8 @@ int main(int argc, char** argv) {
   CLI::App app{"vsynth: generate-then-verify code synthesis pipelines"};
   app.require_subcommand(1);
   app.footer(
-      "Exit codes: 0 ran to the end (every task has a record, whatever its verdict); 2 bad "
-      "command line, pipeline or input; 3 runtime failure (resource, I/O, fail_fast); 130 "
-      "interrupted (finished items written; rerun with --resume).");
+      "Exit codes: 0 success; 2 bad command line, pipeline or input; 3 runtime failure (resource, "
+      "I/O); 130 interrupted. `vsynth <command> --help` lists each command's.");
 
   cli::RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Run a pipeline over a JSONL file of tasks");
@@ -26,24 +26,54 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--trace", run.trace, "write a Chrome-trace/Perfetto JSON of every span");
   run_cmd->add_option("--metrics-json", run.metrics_json, "write per-stage metrics as JSON");
   run_cmd->add_flag("-q,--quiet", run.quiet, "no progress output");
+  constexpr int64_t kTiB = int64_t{1} << 40;
+  run_cmd
+      ->add_option("--max-task-bytes", run.max_task_bytes,
+                   "refuse (fail) a task whose line is longer (default 16 MiB)")
+      ->check(CLI::Range(int64_t{1}, kTiB));
+  run_cmd
+      ->add_option("--max-file-bytes", run.max_file_bytes,
+                   "refuse a task holding a longer file text (default 8 MiB)")
+      ->check(CLI::Range(int64_t{1}, kTiB));
+  run_cmd
+      ->add_option("--max-files", run.max_files,
+                   "refuse a task holding more project files (default 10000)")
+      ->check(CLI::Range(int64_t{0}, kTiB));
+  run_cmd->footer(
+      "Exit codes: 0 ran to the end (every task has a record, whatever its verdict; a task over "
+      "a size limit has a failed one); 2 bad command line, pipeline or input (--input and "
+      "--output the same file, --output a directory or an existing file without --resume or "
+      "--overwrite); 3 runtime failure (a resource failed to load; I/O failed: --output "
+      "unwritable or in use by another run, a write failed and the file was cut back to its "
+      "last whole record; fail_fast); 130 interrupted (finished items written; rerun with "
+      "--resume).");
 
   std::vector<std::string> validate_files;
   auto* validate_cmd =
       app.add_subcommand("validate", "Check pipeline files against every contract");
   validate_cmd->add_option("pipelines", validate_files, "pipeline YAML files")->required();
+  validate_cmd->footer(
+      "Exit codes: 0 every file is valid; 2 a file has errors (each listed with file:line:col) or "
+      "the command line is bad.");
 
   std::string only;
   auto* stages_cmd = app.add_subcommand("stages", "Describe every stage and resource kind");
   stages_cmd->add_option("kind", only, "describe only this kind");
+  stages_cmd->footer("Exit codes: 0 printed; 2 no such kind (the message suggests one).");
 
   std::string dot_file;
   auto* dot_cmd = app.add_subcommand("dot", "Print a pipeline as a Graphviz graph");
   dot_cmd->add_option("pipeline", dot_file, "pipeline YAML")->required();
+  dot_cmd->footer("Exit codes: 0 printed; 2 the pipeline has errors (listed as by validate).");
 
   cli::GenerateArgs gen;
   auto* gen_cmd = app.add_subcommand("generate", "Stream a model's answer to one prompt");
-  gen_cmd->add_option("-p,--prompt", gen.prompt, "the prompt (a chat message unless --raw)")
-      ->required();
+  auto* prompt_opt =
+      gen_cmd->add_option("-p,--prompt", gen.prompt, "the prompt (a chat message unless --raw)");
+  gen_cmd
+      ->add_option("-f,--prompt-file", gen.prompt_file,
+                   "read the prompt from this file (`-`: stdin), for prompts of any length")
+      ->excludes(prompt_opt);
   gen_cmd->add_option("-n,--max-new-tokens", gen.max_new_tokens, "tokens to generate at most")
       ->check(CLI::Range(1, 1 << 20));
   gen_cmd->add_option("--seed", gen.seed, "sampling seed (same seed, same text)");
@@ -60,10 +90,18 @@ int main(int argc, char** argv) {
       ->add_option("--device", gen.device,
                    "auto (a GPU when built with CUDA and present), cpu, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  gen_cmd->add_option("-t,--threads", gen.threads, "compute threads (0: every core)");
-  gen_cmd->add_flag("--raw", gen.raw, "continue the prompt as plain text (no chat template)");
-  gen_cmd->add_flag("--chat", gen.chat, "use the chat template even if the GGUF has none");
+  gen_cmd->add_option("-t,--threads", gen.threads, "compute threads (0: every core)")
+      ->check(CLI::Range(0, 4096));
+  auto* raw_flag =
+      gen_cmd->add_flag("--raw", gen.raw, "continue the prompt as plain text (no chat template)");
+  gen_cmd->add_flag("--chat", gen.chat, "use the chat template even if the GGUF has none")
+      ->excludes(raw_flag);
   gen_cmd->add_flag("-q,--quiet", gen.quiet, "no statistics line on stderr");
+  gen_cmd->footer(
+      "Exit codes: 0 generated (the answer on stdout, one statistics line on stderr); 2 bad "
+      "command line (checked before the model loads: --raw with --chat, --prompt with "
+      "--prompt-file, an unreadable --prompt-file), or a prompt longer than the model's "
+      "context; 3 the model failed to load or to run.");
 
   try {
     app.parse(argc, argv);
@@ -72,7 +110,14 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : cli::kExitUsage;
   }
 
-  if (*gen_cmd) return cli::cmd_generate(gen);
+  if (*gen_cmd) {
+    if (gen_cmd->count("--prompt") == 0 && gen_cmd->count("--prompt-file") == 0) {
+      std::cerr << "error: no prompt: pass --prompt TEXT or --prompt-file PATH (`-`: stdin)\n"
+                << "Run with --help for more information.\n";
+      return cli::kExitUsage;
+    }
+    return cli::cmd_generate(gen);
+  }
   graph::Registry registry;
   stages::register_all(registry);
   if (*run_cmd) return cli::cmd_run(registry, run);

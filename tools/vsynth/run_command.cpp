@@ -2,37 +2,61 @@
 // report progress, print the summary. Ctrl-C stops admission and lets in-flight items finish
 // and be written; a second Ctrl-C exits at once (records already written stay whole).
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "graph/pipeline.h"
 #include "graph/validate.h"
+#include "stages/io/jsonl_sink.h"
 #include "tools/vsynth/commands.h"
 #include "tools/vsynth/exit_codes.h"
 #include "tools/vsynth/progress.h"
+#include "tools/vsynth/scoped_signals.h"
 
 namespace vsynth::cli {
 
 namespace {
 
-graph::RunControl* g_control = nullptr;
+namespace fs = std::filesystem;
+
+std::atomic<graph::RunControl*> g_control{nullptr};
 std::atomic<int> g_signals{0};
 
-extern "C" void on_signal(int) {
+extern "C" void on_interrupt(int) {
   if (g_signals.fetch_add(1) >= 1) {
     static const char msg[] = "\nvsynth: interrupted twice, exiting now\n";
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(kExitInterrupted);
   }
-  if (g_control) g_control->cancel();
+  if (graph::RunControl* c = g_control.load()) c->cancel();
 }
 
-// The YAML's source/sink when it names them, else the JSONL defaults; command-line paths win.
+// SIGXFSZ (a write past RLIMIT_FSIZE) would kill the run mid-record by default; handled, the
+// write fails with EFBIG instead and the sink cuts the file back to its last whole record.
+// A handler, unlike SIG_IGN, is not inherited across exec by sandboxed programs.
+extern "C" void on_file_size_limit(int) {}
+
+// Points the signal handler at one run's RunControl while it lives.
+class ControlBinding {
+ public:
+  explicit ControlBinding(graph::RunControl& c) {
+    g_signals.store(0);
+    g_control.store(&c);
+  }
+  ~ControlBinding() { g_control.store(nullptr); }
+  ControlBinding(const ControlBinding&) = delete;
+  ControlBinding& operator=(const ControlBinding&) = delete;
+};
+
+// The YAML's source/sink when it names them, else the JSONL defaults; command-line values win.
 graph::ResolvedEndpoint endpoint(const graph::Registry& registry,
                                  const std::optional<graph::ResolvedEndpoint>& from_yaml,
                                  const char* default_kind, graph::Role role,
@@ -42,10 +66,13 @@ graph::ResolvedEndpoint endpoint(const graph::Registry& registry,
   for (auto& [k, v] : overrides) {
     const graph::ParamSpec* spec = e.kind->contract.find_param(k);
     if (!spec) continue;  // this kind has no such parameter: the flag does not apply
-    if (spec->type == graph::ParamType::Bool)
+    if (spec->type == graph::ParamType::Bool) {
       e.params.set(k, graph::Value{v == "true"});
-    else
+    } else if (spec->type == graph::ParamType::Int) {
+      e.params.set(k, graph::Value{static_cast<int64_t>(std::stoll(v))});  // CLI11 checked it
+    } else {
       e.params.set(k, graph::Value{v});
+    }
   }
   return e;
 }
@@ -61,9 +88,101 @@ std::unique_ptr<T> build_endpoint(const graph::ResolvedEndpoint& e) {
   return std::unique_ptr<T>(typed);
 }
 
+std::string path_param(const graph::ResolvedEndpoint& e) {
+  return e.params.has("path") ? e.params.string("path") : std::string();
+}
+
+// One file under two names: the same inode (hard links, symlinks), or, for files not made
+// yet, the same path once `.`, `..` and symlinked folders are resolved.
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) {
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  }
+  std::error_code ea, eb;
+  const fs::path ca = fs::weakly_canonical(a, ea), cb = fs::weakly_canonical(b, eb);
+  return !ea && !eb && ca == cb;
+}
+
+// The run reads one file and writes up to three: no two of them may be one file (the results
+// would replace the tasks, or the trace the results). The message, else empty.
+std::string file_clash(const std::vector<std::pair<const char*, std::string>>& files) {
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    for (std::size_t j = i + 1; j < files.size(); ++j) {
+      const auto& [what_a, a] = files[i];
+      const auto& [what_b, b] = files[j];
+      if (a.empty() || b.empty() || !same_file(a, b)) continue;
+      return fmt::format(
+          "{} `{}` and {} `{}` are the same file: the run would write over what it {}; name "
+          "another file",
+          what_a, a, what_b, b, i == 0 ? "reads" : "writes");
+    }
+  }
+  return {};
+}
+
+bool write_metrics(const std::string& path, const std::vector<graph::StageSnapshot>& metrics) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& s : metrics) {
+    j.push_back({{"stage", s.name},
+                 {"kind", s.kind},
+                 {"items", s.processed},
+                 {"errors", s.errors},
+                 {"p50_ms", s.p50_ms},
+                 {"p95_ms", s.p95_ms},
+                 {"p99_ms", s.p99_ms},
+                 {"mean_ms", s.mean_ms},
+                 {"max_queued", s.max_queued}});
+  }
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  out.close();
+  return static_cast<bool>(out);
+}
+
+// The command line's say over the source and sink parameters.
+void endpoint_overrides(const RunArgs& args,
+                        std::vector<std::pair<std::string, std::string>>& in_params,
+                        std::vector<std::pair<std::string, std::string>>& out_params) {
+  if (!args.input.empty()) in_params.emplace_back("path", args.input);
+  if (args.max_task_bytes)
+    in_params.emplace_back("max_task_bytes", std::to_string(*args.max_task_bytes));
+  if (args.max_file_bytes)
+    in_params.emplace_back("max_file_bytes", std::to_string(*args.max_file_bytes));
+  if (args.max_files) in_params.emplace_back("max_files", std::to_string(*args.max_files));
+  if (!args.output.empty()) out_params.emplace_back("path", args.output);
+  if (args.resume) out_params.emplace_back("resume", "true");
+  if (args.overwrite) out_params.emplace_back("overwrite", "true");
+}
+
+int report(const RunArgs& args, const graph::Pipeline& pipeline, const graph::RunResult& result,
+           ProgressReporter& progress) {
+  progress.finish(result);
+  const auto metrics = pipeline.metrics();
+  if (!args.quiet) std::cout << summary_table(metrics, result);
+  int code = kExitOk;
+  if (!args.metrics_json.empty() && !write_metrics(args.metrics_json, metrics)) {
+    std::cerr << fmt::format("error: cannot write --metrics-json `{}`: {}\n", args.metrics_json,
+                             std::strerror(errno));
+    code = kExitRuntime;
+  }
+  if (!result.fatal.empty()) {
+    std::cerr << "error: " << result.fatal << "\n";
+    return kExitRuntime;
+  }
+  if (result.cancelled) {
+    std::cerr << fmt::format("interrupted: {} results written; rerun with --resume to finish\n",
+                             result.written);
+    return kExitInterrupted;
+  }
+  return code;
+}
+
 }  // namespace
 
 int cmd_run(const graph::Registry& registry, const RunArgs& args) {
+  // Phase 1: the pipeline and the command line.
   std::optional<graph::ValidatedPipeline> spec;
   try {
     spec = graph::load_pipeline(args.pipeline, registry);
@@ -71,11 +190,6 @@ int cmd_run(const graph::Registry& registry, const RunArgs& args) {
     std::cerr << e.what();
     return kExitUsage;
   }
-  std::vector<std::pair<std::string, std::string>> in_params, out_params;
-  if (!args.input.empty()) in_params.emplace_back("path", args.input);
-  if (!args.output.empty()) out_params.emplace_back("path", args.output);
-  if (args.resume) out_params.emplace_back("resume", "true");
-  if (args.overwrite) out_params.emplace_back("overwrite", "true");
   if (args.resume && args.overwrite) {
     std::cerr << "error: --resume and --overwrite contradict each other\n";
     return kExitUsage;
@@ -90,21 +204,38 @@ int cmd_run(const graph::Registry& registry, const RunArgs& args) {
     return kExitUsage;
   }
 
+  // Phase 2: source and sink resolved, checked against each other, then built (the sink
+  // takes the output's lock, and may cut or empty it: nothing is touched before this).
+  std::vector<std::pair<std::string, std::string>> in_params, out_params;
+  endpoint_overrides(args, in_params, out_params);
   std::unique_ptr<graph::Source> source;
   std::unique_ptr<graph::Sink> sink;
   try {
-    source = build_endpoint<graph::Source>(
-        endpoint(registry, spec->source, "io.jsonl_source", graph::Role::Source, in_params));
-    sink = build_endpoint<graph::Sink>(
-        endpoint(registry, spec->sink, "io.jsonl_sink", graph::Role::Sink, out_params));
+    const auto in =
+        endpoint(registry, spec->source, "io.jsonl_source", graph::Role::Source, in_params);
+    const auto out = endpoint(registry, spec->sink, "io.jsonl_sink", graph::Role::Sink, out_params);
+    if (const std::string clash = file_clash({{"input", path_param(in)},
+                                              {"output", path_param(out)},
+                                              {"--trace", args.trace},
+                                              {"--metrics-json", args.metrics_json}});
+        !clash.empty()) {
+      std::cerr << "error: " << clash << "\n";
+      return kExitUsage;
+    }
+    source = build_endpoint<graph::Source>(in);
+    sink = build_endpoint<graph::Sink>(out);
   } catch (const graph::SpecError& e) {
     std::cerr << e.what();
     return kExitUsage;
+  } catch (const stages::io::OutputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitRuntime;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitUsage;
   }
 
+  // Phase 3: the graph, run with Ctrl-C and the file size limit handled until it returns.
   std::unique_ptr<graph::Pipeline> pipeline;
   try {
     pipeline = std::make_unique<graph::Pipeline>(std::move(*spec), registry);
@@ -112,55 +243,26 @@ int cmd_run(const graph::Registry& registry, const RunArgs& args) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitRuntime;
   }
-
-  graph::RunControl control;
-  g_control = &control;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-
   ProgressReporter progress(stderr, !args.quiet);
-  graph::RunOptions opts;
-  opts.trace_path = args.trace;
-  opts.on_progress = [&](const graph::RunProgress& p) { progress.update(p); };
   graph::RunResult result;
-  try {
-    result = pipeline->run(*source, *sink, control, opts);
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kExitRuntime;
-  }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
-  g_control = nullptr;
-
-  progress.finish(result);
-  const auto metrics = pipeline->metrics();
-  if (!args.quiet) std::cout << summary_table(metrics, result);
-  if (!args.metrics_json.empty()) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& s : metrics) {
-      j.push_back({{"stage", s.name},
-                   {"kind", s.kind},
-                   {"items", s.processed},
-                   {"errors", s.errors},
-                   {"p50_ms", s.p50_ms},
-                   {"p95_ms", s.p95_ms},
-                   {"p99_ms", s.p99_ms},
-                   {"mean_ms", s.mean_ms},
-                   {"max_queued", s.max_queued}});
+  {
+    graph::RunControl control;
+    const ControlBinding binding(control);  // outlives the handlers below: they go first
+    const ScopedSignals interrupts({SIGINT, SIGTERM}, on_interrupt);
+    const ScopedSignals file_size({SIGXFSZ}, on_file_size_limit);
+    graph::RunOptions opts;
+    opts.trace_path = args.trace;
+    opts.on_progress = [&](const graph::RunProgress& p) { progress.update(p); };
+    try {
+      result = pipeline->run(*source, *sink, control, opts);
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return kExitRuntime;
     }
-    std::ofstream(args.metrics_json) << j.dump(2) << "\n";
   }
-  if (!result.fatal.empty()) {
-    std::cerr << "error: " << result.fatal << "\n";
-    return kExitRuntime;
-  }
-  if (result.cancelled) {
-    std::cerr << fmt::format("interrupted: {} results written; rerun with --resume to finish\n",
-                             result.written);
-    return kExitInterrupted;
-  }
-  return kExitOk;
+
+  // Phase 4: the summary and the exit code.
+  return report(args, *pipeline, result, progress);
 }
 
 }  // namespace vsynth::cli

@@ -222,12 +222,15 @@ json without_timings(json j) {
   return j;
 }
 
-// The verdicts facet of attempt `a` (1-based) of a record: the final facets for the last
-// attempt, else the history entry (which keeps every facet that differs from the final one;
-// verdicts always do, they carry their attempt).
+// Facet `name` of attempt `a` (1-based) of a record: the final facets for the last attempt,
+// else the history entry, which keeps every facet that differs from the final one (verdicts
+// and candidates always do: they carry their attempt).
+const json& facet_of(const json& r, int a, const char* name) {
+  if (a == r["attempts"].get<int>()) return r["facets"][name];
+  return r["history"][static_cast<std::size_t>(a - 1)]["facets"][name];
+}
 const json& verdicts_of(const json& r, int a) {
-  if (a == r["attempts"].get<int>()) return r["facets"]["verdicts"];
-  return r["history"][static_cast<std::size_t>(a - 1)]["facets"]["verdicts"];
+  return facet_of(r, a, "verdicts");
 }
 
 // The feedback validate.async sends for a failed check (validate_stage.cpp: feedback()).
@@ -257,6 +260,16 @@ void check_loop_record(const json& r, int max_attempts) {
   for (std::size_t k = 0; k < history.size(); ++k) {
     CHECK(history[k]["attempt"] == k + 1);
     CHECK(history[k]["status"] == "failed");
+  }
+  // Each attempt generated its own candidate, sampled hotter on each retry.
+  double temperature = -1;
+  for (int a = 1; a <= attempts; ++a) {
+    const json& c = facet_of(r, a, "candidates");
+    REQUIRE(c.is_object());
+    CHECK(c["attempt"] == a);
+    const double t = c["candidates"][0]["temperature"];
+    CHECK(t >= temperature);
+    temperature = t;
   }
   const json feedback = r.value("feedback", json::array());
   // One per failed attempt: each earlier one, and the last when it failed too (exhausted).
@@ -297,10 +310,12 @@ json secret_task(const std::string& name, int value) {
           {"tests", {"assert " + name + "() == " + std::to_string(value)}}};
 }
 
+// The secret tasks first: generation is serial in input order (one worker, FIFO), so both
+// have failed their first attempt and wait on the back edge by the time py-absolute (trivial,
+// with a spec), generated third, is written.
 std::vector<json> loop_tasks() {
-  std::vector<json> tasks = example_tasks("main.jsonl", 1);  // py-absolute: trivial, with a spec
-  tasks.push_back(secret_task("secret", 738291));
-  tasks.push_back(secret_task("magic", 5150243));
+  std::vector<json> tasks = {secret_task("secret", 738291), secret_task("magic", 5150243)};
+  tasks.push_back(example_tasks("main.jsonl", 1)[0]);
   return tasks;
 }
 
@@ -345,8 +360,8 @@ TEST_CASE(
   for (const auto& [id, rec] : records) check_loop_record(rec, kMaxAttempts);
   check_secret_tasks(records);
 
-  // 2. Killed with SIGKILL once a record is out and the run is still going: the other tasks
-  // are inside, on their first attempts or on the back edge (the secret tasks need several).
+  // 2. Killed with SIGKILL once a record is out and the run is still going: the secret tasks
+  // are inside, on the back edge (see loop_tasks).
   const fs::path killed = kWork / "synth_killed.jsonl";
   fs::remove(killed);
   const pid_t pid = spawn(
@@ -360,6 +375,15 @@ TEST_CASE(
   REQUIRE(wait_code(pid) == 128 + SIGKILL);
   const std::size_t before = whole_lines(killed);
   REQUIRE(before < tasks.size());
+  // What was out at the kill: only tasks done in one attempt; the others were inside, past
+  // their first attempt (see loop_tasks).
+  {
+    std::istringstream lines(slurp(killed));
+    for (std::string line; std::getline(lines, line);) {
+      const json j = json::parse(line, nullptr, false);
+      if (j.is_object()) CHECK(records[j["id"].get<std::string>()]["attempts"] == 1);
+    }
+  }
 
   // 3. Resumed admitting one task at a time: the tasks left run serially, where the first run
   // had them all in flight together.

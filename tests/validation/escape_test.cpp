@@ -207,7 +207,7 @@ std::pair<int, int> forks_and_errno(const std::string& out) {
 
 }  // namespace
 
-TEST_CASE("escape: a fork bomb stays inside its process limit and dies with the run", "[escape]") {
+TEST_CASE("escape: a fork bomb meets the process limit inside the sandbox (EAGAIN)", "[escape]") {
   constexpr int kLimit = 16;  // SandboxLimits::processes: every process of the run
   constexpr int kCap = 4 * kLimit;
   SandboxLimits lim;

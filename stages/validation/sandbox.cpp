@@ -336,6 +336,307 @@ void check_request(const SandboxRequest& req) {
   }
 }
 
+// --- one run, step by step (Sandbox::run below calls them in order) ------------------------
+
+// The parent's ends of a run's descriptors. The command gets, in this order: 0 stdin,
+// 1 stdout, 2 stderr, [3 report], then one memfd per file.
+struct RunFds {
+  std::vector<UniqueFd> memfds;
+  Pipe out, err, rep, status;
+  UniqueFd devnull;  // stdin when the request gives none
+  int stdin_fd = -1;
+};
+
+RunFds open_run_fds(const SandboxRequest& req) {
+  RunFds fds;
+  for (const auto& f : req.files) fds.memfds.push_back(make_memfd(f));
+  fds.out = make_pipe();
+  fds.err = make_pipe();
+  fds.status = make_pipe();
+  if (req.report_fd) fds.rep = make_pipe();
+  fds.stdin_fd = req.stdin_fd;
+  if (fds.stdin_fd < 0) {
+    fds.devnull.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!fds.devnull) throw_errno("open /dev/null");
+    fds.stdin_fd = fds.devnull.get();
+  }
+  return fds;
+}
+
+// A NULL-terminated argv pointing into `args` (which must outlive it).
+std::vector<char*> c_argv(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
+  argv.push_back(nullptr);
+  return argv;
+}
+
+// The rlimits of the run, set in the bwrap child so they bind every process under it.
+std::array<std::pair<__rlimit_resource_t, rlimit>, 7> run_rlimits(const SandboxLimits& lim,
+                                                                  bool root) {
+  const auto secs = static_cast<rlim_t>((lim.cpu_ms + 999) / 1000);
+  // Not root: the uid is the user's own, whose other processes count against RLIMIT_NPROC.
+  const uint64_t nproc = root ? lim.processes : lim.processes + processes_of_uid(::getuid());
+  return {{
+      {RLIMIT_CPU, {secs, secs + 1}},
+      {RLIMIT_AS, {lim.address_space, lim.address_space}},
+      {RLIMIT_NPROC, {nproc, nproc}},
+      {RLIMIT_FSIZE, {lim.file_size, lim.file_size}},
+      {RLIMIT_NOFILE, {lim.open_files, lim.open_files}},
+      {RLIMIT_CORE, {0, 0}},
+      {RLIMIT_MEMLOCK, {0, 0}},
+  }};
+}
+
+// Forks the supervisor and closes the parent's copies of what only the children need.
+// Returns the supervisor's pid.
+pid_t spawn_supervisor(const ChildPlan& plan, RunFds& fds) {
+  const pid_t c = ::fork();
+  if (c < 0) throw_errno("fork");
+  if (c == 0) supervise(plan);
+  fds.out.w.reset();
+  fds.err.w.reset();
+  fds.rep.w.reset();
+  fds.status.w.reset();
+  fds.memfds.clear();
+  fds.devnull.reset();
+  return c;
+}
+
+// What one poll() slot watches.
+enum class PollSource {
+  Stdout,      // the command's fd 1
+  Stderr,      // its fd 2
+  Report,      // its fd 3 (report_fd)
+  Status,      // the supervisor's report: bwrap's pid, then bwrap's wait status
+  Supervisor,  // a pidfd of the supervisor: readable once it has exited
+};
+constexpr std::size_t kStreams = 3;  // Stdout, Stderr, Report: the captured streams
+constexpr std::size_t kPollSources = 5;
+
+// Collects the run's output and enforces its wall-clock and output limits until the
+// supervisor has exited and every pipe is drained (or kDrainGrace has passed). Never throws.
+class RunMonitor {
+ public:
+  RunMonitor(const SandboxLimits& lim, RunFds& fds, pid_t supervisor, Clock::time_point t0,
+             SandboxResult& res)
+      : lim_(lim),
+        res_(res),
+        supervisor_(supervisor),
+        pidfd_(static_cast<int>(::syscall(SYS_pidfd_open, supervisor, 0))),
+        status_fd_(fds.status.r.get()),
+        deadline_(t0 + std::chrono::milliseconds(lim.wall_ms)),
+        buf_(kReadChunk) {
+    streams_ = {Stream{fds.out.r.get(), &res.out, true}, Stream{fds.err.r.get(), &res.err, true},
+                Stream{fds.rep.r.get(), &res.report, static_cast<bool>(fds.rep.r)}};
+  }
+
+  void run() {
+    for (;;) {
+      const auto now = Clock::now();
+      if (finished(now)) return;
+      enforce_limits(now);
+      if (!wait_and_read(now)) return;
+      if (!pidfd_ && !exited_) poll_supervisor_exit();
+    }
+  }
+
+  // bwrap's pid as the supervisor reported it; 0 until it has.
+  pid_t bwrap_pid() const {
+    if (status_bytes_.size() < sizeof(int32_t)) return 0;
+    int32_t v;
+    std::memcpy(&v, status_bytes_.data(), sizeof v);
+    return v;
+  }
+  const std::string& status_bytes() const { return status_bytes_; }
+
+ private:
+  struct Stream {
+    int fd;
+    StreamCapture* cap;
+    bool open;
+  };
+
+  bool pipes_open() const {
+    return status_open_ ||
+           std::any_of(streams_.begin(), streams_.end(), [](const Stream& s) { return s.open; });
+  }
+  bool finished(Clock::time_point now) const {
+    return exited_ && (!pipes_open() || now - exit_time_ > kDrainGrace);
+  }
+
+  void enforce_limits(Clock::time_point now) {
+    if (!exited_ && res_.killed == KillReason::None && now >= deadline_) {
+      kill_run(KillReason::WallTime);
+    }
+    if (!exited_ && res_.killed != KillReason::None && !supervisor_killed_ &&
+        now - kill_time_ > kKillGrace) {
+      ::kill(supervisor_, SIGKILL);
+      supervisor_killed_ = true;
+    }
+  }
+
+  void kill_run(KillReason why) {
+    if (res_.killed != KillReason::None) return;
+    res_.killed = why;
+    kill_time_ = Clock::now();
+    const pid_t g = bwrap_pid();
+    // bwrap and its pid-1 reaper share a process group; killing it tears down the pid
+    // namespace and with it every process of the command.
+    if (g > 0) {
+      ::kill(-g, SIGKILL);
+    } else {
+      ::kill(supervisor_, SIGKILL);  // not even started: the death signals take down the rest
+      supervisor_killed_ = true;
+    }
+  }
+
+  // One poll() until the next deadline, then the reads it allows. False when poll() failed
+  // (it cannot with valid fds; the caller reaps).
+  bool wait_and_read(Clock::time_point now) {
+    std::array<pollfd, kPollSources> pfds{};
+    std::array<PollSource, kPollSources> what{};
+    nfds_t n = 0;
+    for (std::size_t i = 0; i < kStreams; ++i) {
+      if (!streams_[i].open) continue;
+      pfds[n] = {streams_[i].fd, POLLIN, 0};
+      what[n++] = static_cast<PollSource>(i);
+    }
+    if (status_open_) {
+      pfds[n] = {status_fd_, POLLIN, 0};
+      what[n++] = PollSource::Status;
+    }
+    if (pidfd_ && !exited_) {
+      pfds[n] = {pidfd_.get(), POLLIN, 0};
+      what[n++] = PollSource::Supervisor;
+    }
+    // Wake for the next deadline; without a pidfd (kernel < 5.3) check the child every 20 ms.
+    auto wake = exited_                           ? exit_time_ + kDrainGrace
+                : res_.killed == KillReason::None ? deadline_
+                                                  : kill_time_ + kKillGrace;
+    if (!pidfd_) wake = std::min(wake, now + std::chrono::milliseconds(20));
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1;
+    const int pr = ::poll(pfds.data(), n, static_cast<int>(std::clamp<int64_t>(ms, 0, 60000)));
+    if (pr < 0 && errno != EINTR) return false;
+    for (nfds_t i = 0; pr > 0 && i < n; ++i) {
+      if (pfds[i].revents != 0) on_ready(what[i], pfds[i].fd);
+    }
+    return true;
+  }
+
+  void on_ready(PollSource src, int fd) {
+    if (src == PollSource::Supervisor) {
+      mark_exited();
+      return;
+    }
+    const ssize_t r = ::read(fd, buf_.data(), buf_.size());
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (r <= 0) {  // end of file (or a read error): the pipe is done
+      if (src == PollSource::Status)
+        status_open_ = false;
+      else
+        streams_[static_cast<std::size_t>(src)].open = false;
+      return;
+    }
+    const auto got = static_cast<std::size_t>(r);
+    if (src == PollSource::Status) {
+      status_bytes_.append(buf_.data(), got);
+      return;
+    }
+    capture(*streams_[static_cast<std::size_t>(src)].cap, got);
+  }
+
+  // Keeps the first `output` bytes of a stream, counts the rest, kills past `output_kill`.
+  void capture(StreamCapture& cap, std::size_t got) {
+    cap.total += got;
+    total_output_ += got;
+    const std::size_t room =
+        cap.data.size() < lim_.output ? static_cast<std::size_t>(lim_.output - cap.data.size()) : 0;
+    cap.data.append(buf_.data(), std::min(room, got));
+    if (got > room) cap.truncated = true;
+    if (total_output_ > lim_.output_kill) kill_run(KillReason::OutputLimit);
+  }
+
+  void poll_supervisor_exit() {
+    siginfo_t si{};
+    if (::waitid(P_PID, static_cast<id_t>(supervisor_), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == supervisor_) {
+      mark_exited();
+    }
+  }
+
+  void mark_exited() {
+    exited_ = true;
+    exit_time_ = Clock::now();
+  }
+
+  const SandboxLimits& lim_;
+  SandboxResult& res_;
+  const pid_t supervisor_;
+  UniqueFd pidfd_;
+  const int status_fd_;
+  const Clock::time_point deadline_;
+  std::array<Stream, kStreams> streams_{};
+  std::string status_bytes_;
+  bool status_open_ = true;
+  bool exited_ = false;  // the supervisor has exited (not yet reaped)
+  bool supervisor_killed_ = false;
+  Clock::time_point exit_time_{}, kill_time_{};
+  uint64_t total_output_ = 0;
+  std::vector<char> buf_;
+};
+
+// Reaps the supervisor; returns its wait status and adds the CPU time of the run (the
+// supervisor's children are all reaped by then, so its rusage covers them) to `res`.
+int reap_supervisor(pid_t supervisor, SandboxResult& res) {
+  int status = 0;
+  rusage ru{};
+  while (::wait4(supervisor, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  res.cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+  return status;
+}
+
+// Turns the supervisor's report (bwrap's pid, then bwrap's wait status) into the verdict:
+// the command's exit code or signal, or a setup error when the sandbox never ran it.
+void classify(SandboxResult& res, const std::string& status_bytes, pid_t bwrap_pid,
+              int supervisor_status, const std::string& bwrap) {
+  if (status_bytes.size() < 2 * sizeof(int32_t) || bwrap_pid <= 0) {
+    if (res.killed != KillReason::None) {
+      res.started = true;  // killed before it could report: the kill is the verdict
+      return;
+    }
+    res.setup_error =
+        WIFSIGNALED(supervisor_status)
+            ? fmt::format("the sandbox supervisor died of signal {}", WTERMSIG(supervisor_status))
+            : fmt::format("the sandbox supervisor failed (exit {}); bwrap at `{}`",
+                          WEXITSTATUS(supervisor_status), bwrap);
+    return;
+  }
+  int32_t gstatus;
+  std::memcpy(&gstatus, status_bytes.data() + sizeof(int32_t), sizeof gstatus);
+  if (!WIFEXITED(gstatus)) {
+    res.started = true;
+    res.exit_code = -1;
+    if (res.killed == KillReason::None && WIFSIGNALED(gstatus)) res.signal = WTERMSIG(gstatus);
+    return;
+  }
+  res.exit_code = WEXITSTATUS(gstatus);
+  const std::string_view err_text = res.err.data;
+  const bool ours = res.exit_code == 127 && err_text.rfind("vsynth-sandbox: ", 0) == 0;
+  // bwrap exits 1 with "bwrap: ..." when it cannot build the sandbox or exec the command.
+  const bool bwraps = res.exit_code == 1 && res.out.total == 0 && res.report.total == 0 &&
+                      err_text.rfind("bwrap: ", 0) == 0;
+  if ((ours || bwraps) && res.killed == KillReason::None) {
+    res.setup_error = std::string(err_text.substr(0, err_text.find('\n')));
+    return;
+  }
+  res.started = true;
+  // bwrap reports a death by signal n as exit 128 + n.
+  if (res.exit_code > 128 && res.exit_code <= 128 + 64) res.signal = res.exit_code - 128;
+}
+
 const char* signal_name(int sig) {
   switch (sig) {
     case SIGHUP:
@@ -473,241 +774,48 @@ std::vector<std::string> Sandbox::bwrap_args(const SandboxRequest& req, int firs
 SandboxResult Sandbox::run(const SandboxRequest& req) const {
   check_request(req);
   const auto t0 = Clock::now();
-  const SandboxLimits& lim = req.limits;
 
-  // Descriptors the command gets: 0 stdin, 1 stdout, 2 stderr, [3 report], then the files.
-  std::vector<UniqueFd> memfds;
-  for (const auto& f : req.files) memfds.push_back(make_memfd(f));
-  Pipe out = make_pipe(), err = make_pipe(), status = make_pipe();
-  Pipe rep;
-  if (req.report_fd) rep = make_pipe();
-  UniqueFd devnull;
-  int stdin_fd = req.stdin_fd;
-  if (stdin_fd < 0) {
-    devnull.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!devnull) throw_errno("open /dev/null");
-    stdin_fd = devnull.get();
-  }
-  const int first_file_fd = req.report_fd ? 4 : 3;
-  const std::vector<std::string> args = [&] {
-    auto a = bwrap_args(req, first_file_fd);
-    a.insert(a.end(), req.argv.begin(), req.argv.end());
-    return a;
-  }();
-  std::vector<char*> argv;
-  for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
-  argv.push_back(nullptr);
+  // 1. The descriptors and the command line (bwrap's arguments, then the command's).
+  RunFds fds = open_run_fds(req);
+  std::vector<std::string> args = bwrap_args(req, req.report_fd ? 4 : 3);
+  args.insert(args.end(), req.argv.begin(), req.argv.end());
+  std::vector<char*> argv = c_argv(args);
   char* envp[] = {nullptr};  // bwrap itself needs none; the command's comes from --setenv
 
+  // 2. Everything the children need, prepared before fork (they only make system calls).
   std::optional<UidLease> lease;
   const bool root = ::geteuid() == 0;
   if (root) lease.emplace(uid_base());
-  const uid_t real_uid = ::getuid();
-
   ChildPlan plan;
   plan.bwrap = config_.bwrap.c_str();
   plan.argv = argv.data();
   plan.envp = envp;
   int t = 0;
-  plan.src[t++] = stdin_fd;
-  plan.src[t++] = out.w.get();
-  plan.src[t++] = err.w.get();
-  if (req.report_fd) plan.src[t++] = rep.w.get();
-  for (const auto& m : memfds) plan.src[t++] = m.get();
+  plan.src[t++] = fds.stdin_fd;
+  plan.src[t++] = fds.out.w.get();
+  plan.src[t++] = fds.err.w.get();
+  if (req.report_fd) plan.src[t++] = fds.rep.w.get();
+  for (const auto& m : fds.memfds) plan.src[t++] = m.get();
   plan.targets = t;
-  plan.status_w = status.w.get();
-  const auto secs = static_cast<rlim_t>((lim.cpu_ms + 999) / 1000);
-  // Not root: the uid is the user's own, whose other processes count against RLIMIT_NPROC.
-  const uint64_t nproc = root ? lim.processes : lim.processes + processes_of_uid(real_uid);
-  plan.limits = {{
-      {RLIMIT_CPU, {secs, secs + 1}},
-      {RLIMIT_AS, {lim.address_space, lim.address_space}},
-      {RLIMIT_NPROC, {nproc, nproc}},
-      {RLIMIT_FSIZE, {lim.file_size, lim.file_size}},
-      {RLIMIT_NOFILE, {lim.open_files, lim.open_files}},
-      {RLIMIT_CORE, {0, 0}},
-      {RLIMIT_MEMLOCK, {0, 0}},
-  }};
+  plan.status_w = fds.status.w.get();
+  plan.limits = run_rlimits(req.limits, root);
   plan.drop = root;
   if (lease) plan.uid = plan.gid = lease->uid();
   plan.parent = ::getpid();
 
-  const pid_t c = ::fork();
-  if (c < 0) throw_errno("fork");
-  if (c == 0) supervise(plan);
+  // 3. Spawn. From here on nothing may throw before the supervisor is reaped.
+  const pid_t supervisor = spawn_supervisor(plan, fds);
 
-  // From here on nothing may throw before the supervisor is reaped.
-  out.w.reset();
-  err.w.reset();
-  rep.w.reset();
-  status.w.reset();
-  memfds.clear();
-  devnull.reset();
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, c, 0)));
-
+  // 4. Collect the output, enforcing the wall-clock and output limits, until the run is gone.
   SandboxResult res;
-  struct Stream {
-    int fd;
-    StreamCapture* cap;
-    bool open;
-  };
-  std::array<Stream, 3> streams = {Stream{out.r.get(), &res.out, true},
-                                   Stream{err.r.get(), &res.err, true},
-                                   Stream{rep.r.get(), &res.report, req.report_fd}};
-  std::string status_bytes;
-  bool status_open = true;
-  bool c_exited = false;
-  Clock::time_point c_exit_time{}, kill_time{};
-  const auto deadline = t0 + std::chrono::milliseconds(lim.wall_ms);
-  uint64_t total_output = 0;
-  bool c_killed = false;
-  std::vector<char> buf(kReadChunk);
+  RunMonitor monitor(req.limits, fds, supervisor, t0, res);
+  monitor.run();
 
-  auto g_pid = [&]() -> pid_t {
-    if (status_bytes.size() < sizeof(int32_t)) return 0;
-    int32_t v;
-    std::memcpy(&v, status_bytes.data(), sizeof v);
-    return v;
-  };
-  auto kill_run = [&](KillReason why) {
-    if (res.killed != KillReason::None) return;
-    res.killed = why;
-    kill_time = Clock::now();
-    const pid_t g = g_pid();
-    // bwrap and its pid-1 reaper share a process group; killing it tears down the pid
-    // namespace and with it every process of the command.
-    if (g > 0) {
-      ::kill(-g, SIGKILL);
-    } else {
-      ::kill(c, SIGKILL);  // not even started: the death signals take down the rest
-      c_killed = true;
-    }
-  };
-
-  for (;;) {
-    const bool pipes_open =
-        status_open || std::any_of(streams.begin(), streams.end(), [](auto& s) { return s.open; });
-    const auto now = Clock::now();
-    if (c_exited && (!pipes_open || now - c_exit_time > kDrainGrace)) break;
-    if (!c_exited && res.killed == KillReason::None && now >= deadline) {
-      kill_run(KillReason::WallTime);
-    }
-    if (!c_exited && res.killed != KillReason::None && !c_killed && now - kill_time > kKillGrace) {
-      ::kill(c, SIGKILL);
-      c_killed = true;
-    }
-
-    std::array<pollfd, 5> pfds{};
-    std::array<int, 5> what{};  // 0..2 streams, 3 status, 4 pidfd
-    nfds_t n = 0;
-    for (int i = 0; i < 3; ++i) {
-      if (streams[static_cast<std::size_t>(i)].open) {
-        pfds[n] = {streams[static_cast<std::size_t>(i)].fd, POLLIN, 0};
-        what[n++] = i;
-      }
-    }
-    if (status_open) {
-      pfds[n] = {status.r.get(), POLLIN, 0};
-      what[n++] = 3;
-    }
-    if (pidfd && !c_exited) {
-      pfds[n] = {pidfd.get(), POLLIN, 0};
-      what[n++] = 4;
-    }
-    // Wake for the next deadline; without a pidfd (kernel < 5.3) check the child every 20 ms.
-    auto wake = c_exited                         ? c_exit_time + kDrainGrace
-                : res.killed == KillReason::None ? deadline
-                                                 : kill_time + kKillGrace;
-    if (!pidfd) wake = std::min(wake, now + std::chrono::milliseconds(20));
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1;
-    const int pr = ::poll(pfds.data(), n, static_cast<int>(std::clamp<int64_t>(ms, 0, 60000)));
-    if (pr < 0 && errno != EINTR) break;  // cannot happen with valid fds; reap below
-
-    for (nfds_t i = 0; pr > 0 && i < n; ++i) {
-      if (pfds[i].revents == 0) continue;
-      const int w = what[i];
-      if (w == 4) {
-        c_exited = true;
-        c_exit_time = Clock::now();
-        continue;
-      }
-      const int fd = pfds[i].fd;
-      const ssize_t r = ::read(fd, buf.data(), buf.size());
-      if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (r <= 0) {
-        if (w == 3)
-          status_open = false;
-        else
-          streams[static_cast<std::size_t>(w)].open = false;
-        continue;
-      }
-      const auto got = static_cast<std::size_t>(r);
-      if (w == 3) {
-        status_bytes.append(buf.data(), got);
-        continue;
-      }
-      StreamCapture& cap = *streams[static_cast<std::size_t>(w)].cap;
-      cap.total += got;
-      total_output += got;
-      const std::size_t room =
-          cap.data.size() < lim.output ? static_cast<std::size_t>(lim.output - cap.data.size()) : 0;
-      cap.data.append(buf.data(), std::min(room, got));
-      if (got > room) cap.truncated = true;
-      if (total_output > lim.output_kill) kill_run(KillReason::OutputLimit);
-    }
-    if (!pidfd && !c_exited) {
-      siginfo_t si{};
-      if (::waitid(P_PID, static_cast<id_t>(c), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-          si.si_pid == c) {
-        c_exited = true;
-        c_exit_time = Clock::now();
-      }
-    }
-  }
-
-  int cstatus = 0;
-  rusage ru{};
-  while (::wait4(c, &cstatus, 0, &ru) < 0 && errno == EINTR) {
-  }
+  // 5. Reap the supervisor and classify what the run did.
+  const int supervisor_status = reap_supervisor(supervisor, res);
   res.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  res.cpu_ms = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
   res.timed_out = res.killed == KillReason::WallTime;
-
-  // The supervisor's report: bwrap's pid, then bwrap's wait status.
-  if (status_bytes.size() < 2 * sizeof(int32_t) || g_pid() <= 0) {
-    if (res.killed != KillReason::None) {
-      res.started = true;  // killed before it could report: the kill is the verdict
-      return res;
-    }
-    res.setup_error =
-        WIFSIGNALED(cstatus)
-            ? fmt::format("the sandbox supervisor died of signal {}", WTERMSIG(cstatus))
-            : fmt::format("the sandbox supervisor failed (exit {}); bwrap at `{}`",
-                          WEXITSTATUS(cstatus), config_.bwrap);
-    return res;
-  }
-  int32_t gstatus;
-  std::memcpy(&gstatus, status_bytes.data() + sizeof(int32_t), sizeof gstatus);
-  const std::string_view err_text = res.err.data;
-  if (WIFEXITED(gstatus)) {
-    res.exit_code = WEXITSTATUS(gstatus);
-    const bool ours = res.exit_code == 127 && err_text.rfind("vsynth-sandbox: ", 0) == 0;
-    // bwrap exits 1 with "bwrap: ..." when it cannot build the sandbox or exec the command.
-    const bool bwraps = res.exit_code == 1 && res.out.total == 0 && res.report.total == 0 &&
-                        err_text.rfind("bwrap: ", 0) == 0;
-    if ((ours || bwraps) && res.killed == KillReason::None) {
-      const std::size_t eol = err_text.find('\n');
-      res.setup_error = std::string(err_text.substr(0, eol));
-      return res;
-    }
-    res.started = true;
-    if (res.exit_code > 128 && res.exit_code <= 128 + 64) res.signal = res.exit_code - 128;
-  } else {
-    res.started = true;
-    res.exit_code = -1;
-    if (res.killed == KillReason::None && WIFSIGNALED(gstatus)) res.signal = WTERMSIG(gstatus);
-  }
+  classify(res, monitor.status_bytes(), monitor.bwrap_pid(), supervisor_status, config_.bwrap);
   return res;
 }
 

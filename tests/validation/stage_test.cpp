@@ -78,18 +78,27 @@ std::map<std::string, json> run(const std::string& yaml, std::vector<json> tasks
   return by_id;
 }
 
-const char* kLoop = R"(
+// The loop with `timeout_ms` as each check's wall-clock limit.
+std::string loop(int timeout_ms) {
+  return R"(
 resources:
   box: { use: sandbox.bwrap, with: { workers: 2, wall_ms: 10000 } }
 stages:
   gen: { use: test.candidates }
-  validate: { use: validate.async, with: { sandbox: box, checks: [syntax, compile, tests], timeout_ms: 3000 } }
+  validate: { use: validate.async, with: { sandbox: box, checks: [syntax, compile, tests], timeout_ms: )" +
+         std::to_string(timeout_ms) + R"( } }
 edges:
   - gen -> validate
   - { from: validate.fail, to: gen, back_edge: true, max_attempts: 3 }
   - validate.pass -> out
   - validate.error -> out
 )";
+}
+// Wall-clock limits: generous where a candidate must finish (a correct program passes even on a
+// loaded machine: tests run in parallel, the sanitizer build is slower), short where the test
+// expects a timeout (its cost is this limit per attempt).
+constexpr int kFinishMs = 60000;
+constexpr int kHangMs = 1500;
 
 const std::string kWrong = "def add(a, b):\n    return a - b\n";
 const std::string kRight = "def add(a, b):\n    return a + b\n";
@@ -115,12 +124,16 @@ TEST_CASE("validate.async: failures go back with feedback until a candidate pass
   broken["tests"] = {"assert add(1,"};
   const std::string syntax_error = "def add(a, b)\n    return a + b\n";
   const std::string times = "def add(a, b):\n    return a * b\n";
-  auto results = run(kLoop, {add_task("fixed", {kWrong, kRight}), add_task("never", {kWrong}),
-                             add_task("best-of", {kWrong, syntax_error, times}),
-                             add_task("syntax", {"def add(a, b)\n    return a + b\n", kRight}),
-                             add_task("hang", {"def add(a, b):\n    while True:\n        pass\n"}),
-                             broken, c_task});
-  REQUIRE(results.size() == 7);
+  auto results =
+      run(loop(kFinishMs),
+          {add_task("fixed", {kWrong, kRight}), add_task("never", {kWrong}),
+           add_task("best-of", {kWrong, syntax_error, times}),
+           add_task("syntax", {"def add(a, b)\n    return a + b\n", kRight}), broken, c_task});
+  REQUIRE(results.size() == 6);
+  // A candidate that never returns: a short limit, so its three attempts time out quickly.
+  auto hang_results =
+      run(loop(kHangMs), {add_task("hang", {"def add(a, b):\n    while True:\n        pass\n"})});
+  REQUIRE(hang_results.size() == 1);
 
   const json& fixed = results["fixed"];
   CHECK(fixed["passed"] == true);
@@ -171,8 +184,10 @@ TEST_CASE("validate.async: failures go back with feedback until a candidate pass
   CHECK(syntax["feedback"][0]["message"].get<std::string>().find("syntax error: candidate.py:1:") ==
         0);
 
-  const json& hang = results["hang"];
+  const json& hang = hang_results["hang"];
   CHECK(hang["passed"] == false);
+  CHECK(hang["attempts"] == 3);
+  CHECK(hang["facets"]["verdicts"]["outcome"] == "tests_timeout");
   CHECK(hang["feedback"][0]["message"].get<std::string>().find("tests timed out") == 0);
 
   const json& b = results["broken-test"];
@@ -225,7 +240,9 @@ edges: [ validate.pass -> out, validate.fail -> out, validate.error -> out ]
 }
 
 TEST_CASE("validate.async: many items on a small pool, each gets exactly one result") {
-  std::vector<json> tasks;
+  // Candidates that end on their own (right, wrong, crashing) run under a generous limit; the
+  // ones that sleep past it run under a short one, on the same small pool.
+  std::vector<json> ending, sleeping;
   for (int i = 0; i < 24; ++i) {
     json t = add_task("t" + std::to_string(i), {});
     t.erase("attempts");
@@ -243,17 +260,22 @@ TEST_CASE("validate.async: many items on a small pool, each gets exactly one res
         t["candidate"] = "import os\nos._exit(1)\n";
         break;
     }
-    tasks.push_back(t);
+    (i % 4 == 2 ? sleeping : ending).push_back(t);
   }
-  const char* yaml = R"(
+  const auto yaml = [](int timeout_ms) {
+    return R"(
 resources:
   box: { use: sandbox.bwrap, with: { workers: 3 } }
 stages:
-  validate: { use: validate.async, with: { sandbox: box, checks: [tests], timeout_ms: 3000 } }
+  validate: { use: validate.async, with: { sandbox: box, checks: [tests], timeout_ms: )" +
+           std::to_string(timeout_ms) + R"( } }
 edges: [ validate.pass -> out, validate.fail -> out, validate.error -> out ]
 max_in_flight: 16
 )";
-  auto results = run(yaml, tasks);
+  };
+  auto results = run(yaml(kFinishMs), ending);
+  REQUIRE(results.size() == 18);
+  results.merge(run(yaml(kHangMs), sleeping));
   REQUIRE(results.size() == 24);
   for (int i = 0; i < 24; ++i) {
     const json& r = results["t" + std::to_string(i)];

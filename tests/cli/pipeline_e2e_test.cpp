@@ -1,0 +1,510 @@
+// The shipped pipelines that use the model, run end to end through the real `vsynth run` with
+// the real default model (models/gemma-3-270m-q4_k_m.gguf): synthesize and constrained go
+// generate -> validate -> back edge with feedback; generate and complete produce candidates.
+// Then interruptions: SIGINT mid-run (exit 130, what was written stays whole, --resume
+// finishes), and SIGKILL mid-run of synthesize with items on its back edge (after --resume
+// every task has exactly one record, with a consistent history, equal to an uninterrupted run).
+//
+// Every case is [slow] (a few tasks, each a model run of up to 160 tokens): the release ctest
+// runs them, the sanitizer run leaves them out. Moments to interrupt a run are properties of
+// the run (its output holds a record and it is still going), never fixed sleeps.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kBinary = std::string(VSYNTH_BINARY_DIR) + "/tools/vsynth/vsynth";
+const fs::path kSource = VSYNTH_SOURCE_DIR;
+const fs::path kModel = kSource / "models/gemma-3-270m-q4_k_m.gguf";
+// One folder per test process (ctest runs each case in a process of its own, in parallel).
+const fs::path kWork =
+    fs::path(VSYNTH_BINARY_DIR) / "pipeline_e2e" / std::to_string(static_cast<long>(::getpid()));
+// However slow the machine, a run that takes longer than this is stuck.
+constexpr auto kRunDeadline = std::chrono::minutes(15);
+
+// The statuses a pipeline ending in validate.async gives (docs/pipelines.md, "Results").
+const std::set<std::string> kValidateStatuses = {"verified", "tests_passed", "failed", "unknown"};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+fs::path write_tasks(const std::string& name, const std::vector<json>& tasks) {
+  std::string text;
+  for (const json& t : tasks) text += t.dump() + "\n";
+  write_text(kWork / name, text);
+  return kWork / name;
+}
+
+// The first `n` tasks of a shipped example file.
+std::vector<json> example_tasks(const std::string& file, std::size_t n) {
+  std::vector<json> tasks;
+  std::ifstream in(kSource / "examples/tasks" / file);
+  for (std::string line; tasks.size() < n && std::getline(in, line);) {
+    if (!line.empty()) tasks.push_back(json::parse(line));
+  }
+  REQUIRE(tasks.size() == n);
+  return tasks;
+}
+
+// A shipped pipeline with one more top-level key (e.g. `max_in_flight: 1`), written beside the
+// test's files; every stage and parameter stays the shipped one.
+fs::path pipeline_with(const std::string& name, const std::string& extra_line) {
+  const fs::path p = kWork / ("with-" + name);
+  write_text(p, slurp(kSource / "pipelines" / name) + "\n" + extra_line + "\n");
+  return p;
+}
+
+// The model the shipped pipelines load (${VSYNTH_MODEL:-} -> the default path). A missing model
+// fails the test: it is installed by scripts/setup.sh, and a pass without it would prove nothing.
+void use_default_model() {
+  INFO("the default model is missing: run scripts/setup-model.sh (" << kModel.string() << ")");
+  REQUIRE(fs::exists(kModel));
+  ::setenv("VSYNTH_MODEL", kModel.c_str(), 1);
+}
+
+pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  fs::create_directories(kWork);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(kBinary.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(kBinary.c_str(), argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+int wait_code(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return exit_code(status);
+}
+
+// Whole lines (ending in '\n') in the file; 0 when it does not exist yet.
+std::size_t whole_lines(const fs::path& p) {
+  const std::string text = slurp(p);
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// Waits until the run has written at least `records` whole records while still running. True:
+// it is still running (the caller interrupts it); false: it exited first (`code` set).
+bool wait_for_records(pid_t pid, const fs::path& out, std::size_t records, int& code) {
+  const auto deadline = std::chrono::steady_clock::now() + kRunDeadline;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      code = exit_code(status);
+      return false;
+    }
+    if (whole_lines(out) >= records) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  code = wait_code(pid);
+  FAIL("no record within the deadline");
+  return false;
+}
+
+// "3 written", as the run's summary line counts.
+std::string fmt_count(std::size_t n, const std::string& what) {
+  return std::to_string(n) + " " + what;
+}
+
+struct Outcome {
+  int code = -1;
+  std::string out, err;
+};
+
+// `vsynth run <pipeline> --input tasks --output out [extra...]` to the end.
+Outcome run(const fs::path& pipeline, const fs::path& tasks, const fs::path& out,
+            std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"run",          pipeline.string(), "--input",
+                                   tasks.string(), "--output",        out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const fs::path o = kWork / "stdout.txt", e = kWork / "stderr.txt";
+  Outcome r;
+  r.code = wait_code(spawn(args, o, e));
+  r.out = slurp(o);
+  r.err = slurp(e);
+  return r;
+}
+
+// Every record of a results file, which must be valid JSONL: whole lines, each one object.
+std::vector<json> read_records(const fs::path& p) {
+  const std::string text = slurp(p);
+  INFO(p.string());
+  REQUIRE((text.empty() || text.back() == '\n'));  // no torn last record
+  std::vector<json> records;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    INFO(line);
+    json j = json::parse(line, nullptr, false);
+    REQUIRE(j.is_object());
+    records.push_back(std::move(j));
+  }
+  return records;
+}
+
+// Records by id; every task exactly once, nothing else.
+std::map<std::string, json> by_id(const std::vector<json>& records,
+                                  const std::vector<json>& tasks) {
+  std::map<std::string, json> m;
+  for (const json& r : records) {
+    const std::string id = r.at("id");
+    INFO(id);
+    CHECK(m.count(id) == 0);
+    m[id] = r;
+  }
+  std::set<std::string> want;
+  for (const json& t : tasks) want.insert(t.contains("id") ? t["id"] : t["task_id"]);
+  std::set<std::string> got;
+  for (const auto& [id, r] : m) got.insert(id);
+  CHECK(got == want);
+  return m;
+}
+
+// A record without what depends on the machine's speed (every `*_ms`, `ms`, `tokens_per_s`
+// and the constraint hook's timing statistics).
+json without_timings(json j) {
+  if (j.is_array()) {
+    for (auto& e : j) e = without_timings(std::move(e));
+  } else if (j.is_object()) {
+    json o = json::object();
+    for (auto& [k, v] : j.items()) {
+      const bool timing = k == "ms" || k == "tokens_per_s" ||
+                          (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0);
+      if (!timing) o[k] = without_timings(v);
+    }
+    return o;
+  }
+  return j;
+}
+
+// Facet `name` of attempt `a` (1-based) of a record: the final facets for the last attempt,
+// else the history entry, which keeps every facet that differs from the final one (verdicts
+// and candidates always do: they carry their attempt).
+const json& facet_of(const json& r, int a, const char* name) {
+  if (a == r["attempts"].get<int>()) return r["facets"][name];
+  return r["history"][static_cast<std::size_t>(a - 1)]["facets"][name];
+}
+const json& verdicts_of(const json& r, int a) {
+  return facet_of(r, a, "verdicts");
+}
+
+// The feedback validate.async sends for a failed check (validate_stage.cpp: feedback()).
+std::string feedback_for(const json& check) {
+  const std::string what = check["check"];
+  const std::string msg = check.value("message", "");
+  if (what == "syntax") return "syntax error: " + msg;
+  if (what == "compile") return "compile error: " + msg;
+  if (what == "tests") {
+    return (check.value("kind", "") == "timeout" ? "tests timed out: " : "tests failed: ") + msg;
+  }
+  return msg;  // spec: the counterexample as it stands
+}
+
+// A record of a generate -> validate -> back edge pipeline is consistent: a documented status;
+// attempts 1..max; one history entry per earlier attempt, numbered 1, 2, ... and each one
+// failed; the feedback carried into attempt k+1 is exactly the failure attempt k's verdict
+// records (its first failing check), and that verdict is attempt k's.
+void check_loop_record(const json& r, int max_attempts) {
+  INFO(r.dump(1));
+  CHECK(kValidateStatuses.count(r["status"]) == 1);
+  const int attempts = r["attempts"];
+  REQUIRE(attempts >= 1);
+  REQUIRE(attempts <= max_attempts);
+  const json history = r.value("history", json::array());
+  REQUIRE(history.size() == static_cast<std::size_t>(attempts - 1));
+  for (std::size_t k = 0; k < history.size(); ++k) {
+    CHECK(history[k]["attempt"] == k + 1);
+    CHECK(history[k]["status"] == "failed");
+  }
+  // Each attempt generated its own candidate, sampled hotter on each retry.
+  double temperature = -1;
+  for (int a = 1; a <= attempts; ++a) {
+    const json& c = facet_of(r, a, "candidates");
+    REQUIRE(c.is_object());
+    CHECK(c["attempt"] == a);
+    const double t = c["candidates"][0]["temperature"];
+    CHECK(t >= temperature);
+    temperature = t;
+  }
+  const json feedback = r.value("feedback", json::array());
+  // One per failed attempt: each earlier one, and the last when it failed too (exhausted).
+  const bool last_failed = r["exit"] != "validate.pass";
+  REQUIRE(feedback.size() == static_cast<std::size_t>(attempts - (last_failed ? 0 : 1)));
+  for (std::size_t k = 0; k < feedback.size(); ++k) {
+    const int a = static_cast<int>(k) + 1;
+    INFO("feedback of attempt " << a);
+    CHECK(feedback[k]["attempt"] == a);
+    const json& v = verdicts_of(r, a);
+    REQUIRE(v.is_object());
+    CHECK(v["attempt"] == a);
+    CHECK(v["passed"] == false);
+    const json& checks = v["candidates"][0]["checks"];
+    const auto failed = std::find_if(checks.begin(), checks.end(), [](const json& c) {
+      return c["status"] == "fail" || c["status"] == "error";
+    });
+    REQUIRE(failed != checks.end());
+    if ((*failed)["status"] == "fail") {
+      CHECK(feedback[k]["from"] == "validate.fail");
+      CHECK(feedback[k]["message"] == feedback_for(*failed));
+    } else {
+      CHECK(feedback[k]["from"] == "validate.error");
+    }
+  }
+  if (attempts == max_attempts && last_failed) {
+    CHECK(r["error"].get<std::string>().find("exhausted: " + std::to_string(max_attempts)) == 0);
+  }
+}
+
+// Python tasks whose visible tests expect a number the prompt never shows (the tests are not
+// in the prompt): the first attempt fails, and the next one gets the failing assertion.
+json secret_task(const std::string& name, int value) {
+  return {{"id", "py-" + name},
+          {"language", "python"},
+          {"entry_point", name},
+          {"prompt", "def " + name + "() -> int:\n    \"\"\"Return the secret number.\"\"\"\n"},
+          {"tests", {"assert " + name + "() == " + std::to_string(value)}}};
+}
+
+// The secret tasks first: generation is serial in input order (one worker, FIFO), so both
+// have failed their first attempt and wait on the back edge by the time py-absolute (trivial,
+// with a spec), generated third, is written.
+std::vector<json> loop_tasks() {
+  std::vector<json> tasks = {secret_task("secret", 738291), secret_task("magic", 5150243)};
+  tasks.push_back(example_tasks("main.jsonl", 1)[0]);
+  return tasks;
+}
+
+constexpr int kMaxAttempts = 4;  // synthesize.yaml and constrained.yaml
+
+// The secret tasks went round the back edge with the failing assertion as feedback.
+void check_secret_tasks(std::map<std::string, json>& records) {
+  for (const auto& [name, value] : {std::pair{"secret", 738291}, std::pair{"magic", 5150243}}) {
+    const json& r = records["py-" + std::string(name)];
+    INFO(r.dump(1));
+    CHECK(r["attempts"].get<int>() > 1);  // the back edge was taken
+    const json& first = verdicts_of(r, 1);
+    CHECK(first["passed"] == false);
+    // When the first candidate ran its tests, the feedback quotes the assertion it failed.
+    if (first["outcome"] == "tests_failed") {
+      const std::string msg = r["feedback"][0]["message"];
+      CHECK(msg.find("assert " + std::string(name) + "() == " + std::to_string(value)) !=
+            std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "synthesize.yaml with the real model: generate -> validate -> retry with feedback, and a run "
+    "killed with SIGKILL mid-loop then resumed gives the same records",
+    "[slow]") {
+  use_default_model();
+  const std::vector<json> tasks = loop_tasks();
+  const fs::path input = write_tasks("synth_tasks.jsonl", tasks);
+  const fs::path pipeline = kSource / "pipelines/synthesize.yaml";
+
+  // 1. Uninterrupted.
+  const fs::path whole = kWork / "synth_whole.jsonl";
+  fs::remove(whole);
+  const Outcome r = run(pipeline, input, whole);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("finished: 3/3 done") != std::string::npos);
+  auto records = by_id(read_records(whole), tasks);
+  for (const auto& [id, rec] : records) check_loop_record(rec, kMaxAttempts);
+  check_secret_tasks(records);
+
+  // 2. Killed with SIGKILL once a record is out and the run is still going: the secret tasks
+  // are inside, on the back edge (see loop_tasks).
+  const fs::path killed = kWork / "synth_killed.jsonl";
+  fs::remove(killed);
+  const pid_t pid = spawn(
+      {"run", pipeline.string(), "--input", input.string(), "--output", killed.string(), "--quiet"},
+      kWork / "kill_stdout.txt", kWork / "kill_stderr.txt");
+  int code = -1;
+  const bool running = wait_for_records(pid, killed, 1, code);
+  INFO(slurp(kWork / "kill_stderr.txt"));
+  REQUIRE(running);  // still going with a record out: the moment to kill it
+  ::kill(pid, SIGKILL);
+  REQUIRE(wait_code(pid) == 128 + SIGKILL);
+  const std::size_t before = whole_lines(killed);
+  REQUIRE(before < tasks.size());
+  // What was out at the kill: only tasks done in one attempt; the others were inside, past
+  // their first attempt (see loop_tasks).
+  {
+    std::istringstream lines(slurp(killed));
+    for (std::string line; std::getline(lines, line);) {
+      const json j = json::parse(line, nullptr, false);
+      if (j.is_object()) CHECK(records[j["id"].get<std::string>()]["attempts"] == 1);
+    }
+  }
+
+  // 3. Resumed admitting one task at a time: the tasks left run serially, where the first run
+  // had them all in flight together.
+  const Outcome resumed_run =
+      run(pipeline_with("synthesize.yaml", "max_in_flight: 1"), input, killed, {"--resume"});
+  INFO(resumed_run.err);
+  REQUIRE(resumed_run.code == 0);
+  CHECK(resumed_run.out.find(fmt_count(tasks.size() - before, "written")) != std::string::npos);
+  CHECK(resumed_run.out.find(fmt_count(before, "skipped (already in output)")) !=
+        std::string::npos);
+  auto resumed = by_id(read_records(killed), tasks);
+  for (const auto& [id, rec] : resumed) check_loop_record(rec, kMaxAttempts);
+  // Same seed, same records, whether the run was interrupted or not, serial or with every task
+  // in flight: each record is a function of its task.
+  for (const auto& [id, rec] : records) {
+    INFO(id);
+    CHECK(without_timings(resumed[id]) == without_timings(rec));
+  }
+}
+
+TEST_CASE("constrained.yaml with the real model: the Z3 hook, the proof, validate and retry",
+          "[slow]") {
+  use_default_model();
+  const std::vector<json> tasks = loop_tasks();
+  const fs::path input = write_tasks("constrained_tasks.jsonl", tasks);
+  const fs::path out = kWork / "constrained.jsonl";
+  fs::remove(out);
+  const Outcome r = run(kSource / "pipelines/constrained.yaml", input, out);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  auto records = by_id(read_records(out), tasks);
+  for (const auto& [id, rec] : records) check_loop_record(rec, kMaxAttempts);
+  check_secret_tasks(records);
+  // Every record carries its proof: the tasks without a spec say so, the one with a spec was
+  // proved against it (verified / refuted / unknown, never no_spec).
+  for (const auto& [id, rec] : records) {
+    INFO(rec.dump(1));
+    REQUIRE(rec["facets"].contains("proof"));
+    const std::string verdict = rec["facets"]["proof"]["verdict"];
+    CHECK((verdict == "no_spec") == (id != "py-absolute"));
+  }
+}
+
+TEST_CASE("generate.yaml and complete.yaml with the real model write one candidate per task",
+          "[slow]") {
+  use_default_model();
+  struct Case {
+    const char* pipeline;
+    const char* tasks;
+    int max_new_tokens;
+    std::vector<std::string> facets;  // what the pipeline's stages add
+  };
+  for (const Case& c :
+       {Case{"generate.yaml", "generate.jsonl", 128, {"candidates"}},
+        Case{"complete.yaml", "completion.jsonl", 48, {"anchor", "context", "candidates"}}}) {
+    INFO(c.pipeline);
+    const std::vector<json> tasks = example_tasks(c.tasks, 2);
+    const fs::path input = write_tasks(std::string("in-") + c.tasks, tasks);
+    const fs::path out = kWork / (std::string("out-") + c.pipeline + ".jsonl");
+    fs::remove(out);
+    const Outcome r = run(kSource / "pipelines" / c.pipeline, input, out);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    for (const auto& [id, rec] : by_id(read_records(out), tasks)) {
+      INFO(rec.dump(1));
+      // No stage sets a status: the item's exit is its status (docs/pipelines.md).
+      CHECK(rec["status"] == "generate.ok");
+      CHECK(rec["exit"] == "generate.ok");
+      CHECK(rec["passed"] == true);
+      CHECK(rec["attempts"] == 1);
+      for (const std::string& f : c.facets) CHECK(rec["facets"].contains(f));
+      if (rec["facets"].contains("context")) {  // the prompt's context fit the token budget
+        CHECK(rec["facets"]["context"]["over_budget"] == false);
+        CHECK_FALSE(rec["facets"]["context"]["text"].get<std::string>().empty());
+      }
+      const json& cands = rec["facets"]["candidates"];
+      CHECK(cands["prompt_tokens"].get<int>() > 0);
+      REQUIRE(cands["candidates"].size() == 1);
+      const json& cand = cands["candidates"][0];
+      CHECK(cand["tokens"].get<int>() >= 1);
+      CHECK(cand["tokens"].get<int>() <= c.max_new_tokens);
+      CHECK(cand["finish"].is_string());
+    }
+  }
+}
+
+TEST_CASE("vsynth run interrupted by SIGINT exits 130 with whole records, and --resume finishes",
+          "[slow]") {
+  use_default_model();
+  // generate.yaml admitting one task at a time, so that tasks are left when the signal lands
+  // (Ctrl-C lets the items already inside finish; with the default admission all would be).
+  const std::vector<json> tasks = example_tasks("generate.jsonl", 5);
+  const fs::path input = write_tasks("sigint_tasks.jsonl", tasks);
+  const fs::path pipeline = pipeline_with("generate.yaml", "max_in_flight: 1");
+  const fs::path out = kWork / "sigint.jsonl";
+  fs::remove(out);
+
+  const pid_t pid = spawn(
+      {"run", pipeline.string(), "--input", input.string(), "--output", out.string(), "--quiet"},
+      kWork / "sigint_stdout.txt", kWork / "sigint_stderr.txt");
+  int code = -1;
+  const bool running = wait_for_records(pid, out, 1, code);
+  INFO(slurp(kWork / "sigint_stderr.txt"));
+  REQUIRE(running);  // still going with a record out: the moment to interrupt it
+  const std::size_t at_signal = whole_lines(out);
+  ::kill(pid, SIGINT);
+  CHECK(wait_code(pid) == 130);
+  const std::string err = slurp(kWork / "sigint_stderr.txt");
+  INFO(err);
+  const std::vector<json> before = read_records(out);  // valid JSONL
+  CHECK(before.size() >= at_signal);                   // nothing written was lost
+  CHECK(before.size() < tasks.size());                 // it stopped early
+  CHECK(err.find("interrupted: " + std::to_string(before.size()) +
+                 " results written; rerun with --resume to finish") != std::string::npos);
+  const std::string written = slurp(out);
+
+  const Outcome resumed = run(pipeline, input, out, {"--resume", "--quiet"});
+  INFO(resumed.err);
+  REQUIRE(resumed.code == 0);
+  const auto records = by_id(read_records(out), tasks);  // every task exactly once
+  CHECK(records.size() == tasks.size());
+  CHECK(slurp(out).compare(0, written.size(), written) == 0);  // the earlier records untouched
+  for (const auto& [id, rec] : records) CHECK(rec["status"] == "generate.ok");
+}

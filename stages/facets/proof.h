@@ -61,8 +61,8 @@ class ProofFacet : public graph::Facet {
 };
 
 // JSON of one candidate's proof: {index, verdict, message, [counterexample, inputs, returned,
-// failed, line], [reason], caveats, used_requires, obligations, returns, translate_us,
-// solver_us}.
+// failed, error, line] (refuted), caveats, [used_requires], obligations, returns,
+// translate_us, solver_us}.
 nlohmann::json to_json(const CandidateProof& p, std::size_t index);
 
 }  // namespace vsynth::stages::facets

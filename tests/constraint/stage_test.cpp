@@ -224,10 +224,10 @@ TEST_CASE("validate.async's spec check reads each candidate's own proof") {
   bad["candidate"] = "def clamp(x, lo, hi):\n    return x\n";
   const nlohmann::json refuted = prove_record(bad);
   REQUIRE(refuted["verdict"] == "refuted");
-  cs::CandidateProof ok;
+  facets::CandidateProof ok;
   ok.verdict = vsynth::solvers::Verdict::Verified;
   ok.message = "proved";
-  cs::CandidateProof no;
+  facets::CandidateProof no;
   no.verdict = vsynth::solvers::Verdict::Refuted;
   no.message = "the return at line 2 breaks the spec";
   facet.candidates = {ok, no};

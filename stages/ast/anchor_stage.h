@@ -1,7 +1,7 @@
 // ast.anchor: parses the task's source file and locates its cursor: the smallest node there,
 // the enclosing function and class, every enclosing scope, the module's package, the imports
-// and the identifiers used nearest the cursor. Later stages (context.prune, constrain.z3,
-// validate.async) read the `anchor` facet, including the parsed tree, instead of re-parsing.
+// and the identifiers used nearest the cursor. Later stages (the context.* stages, and
+// generate.llm for the cursor) read the `anchor` facet, parsed tree included, never re-parsing.
 //
 //   stages:
 //     anchor: { use: ast.anchor, with: { cursor_base: one, max_identifiers: 32, cache_mb: 64 } }

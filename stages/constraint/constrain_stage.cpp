@@ -1,16 +1,15 @@
 #include "stages/constraint/constrain_stage.h"
 
 #include "stages/constraint/error.h"
-#include "stages/constraint/proof_facet.h"
 #include "stages/constraint/prove.h"
 #include "stages/constraint/task_spec.h"
-#include "stages/generation/candidates.h"
+#include "stages/facets/candidates.h"
 
 namespace vsynth::stages::constraint {
 
 void prove_item(graph::Item& item, const ProofSettings& settings) {
   std::vector<std::string_view> programs;
-  if (const auto* c = item.find<generation::CandidatesFacet>()) {
+  if (const auto* c = item.find<facets::CandidatesFacet>()) {
     for (const auto& cand : c->candidates) programs.push_back(cand.code);
   } else if (auto it = item.task().data.find("candidate");
              it != item.task().data.end() && it->is_string()) {
@@ -57,7 +56,7 @@ graph::Contract constrain_contract() {
       "counterexample / unknown with the reason) into the `proof` facet validate.async reads";
   c.execution = graph::Execution::Async;
   c.concurrency = graph::Concurrency::unlimited();  // items queue for the stage's workers
-  c.requires_facets = {std::string(generation::CandidatesFacet::kName)};
+  c.requires_facets = {std::string(facets::CandidatesFacet::kName)};
   c.provides_facets = {std::string(ProofFacet::kName)};
   c.ports = {{"ok",
               "every item, with its proof (refutations fail in validate.async's spec "

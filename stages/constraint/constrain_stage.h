@@ -9,10 +9,10 @@
 // For each candidate of the `candidates` facet (generate.llm) it translates the task's entry
 // point (translate_python.h / translate_c.h) and checks every obligation against the task's
 // spec (task_spec.h) on one Z3 session per item, and records the `proof` facet
-// (proof_facet.h): verified, refuted with a counterexample, or unknown with the reason. A task
-// without a spec gets a proof facet saying so (verdict no_spec): nothing is checked. Items
-// always leave through `ok`: validate.async's spec check turns a refutation into a failure
-// with the counterexample as feedback, next to the other checks.
+// (stages/facets/proof.h): verified, refuted with a counterexample, or unknown with the
+// reason. A task without a spec gets a proof facet saying so (verdict no_spec): nothing is
+// checked. Items always leave through `ok`: validate.async's spec check turns a refutation
+// into a failure with the counterexample as feedback, next to the other checks.
 //
 // Asynchronous: a proof costs up to (obligations x timeout_ms) of solver time, so items queue
 // for the stage's own worker threads (each with its own Z3 sessions) and graph threads never
@@ -22,12 +22,15 @@
 #include <memory>
 #include <string>
 
+#include "graph/item_workers.h"
 #include "graph/stage.h"
 #include "solvers/contract.h"
 #include "stages/constraint/translation.h"
-#include "stages/core/item_workers.h"
+#include "stages/facets/proof.h"
 
 namespace vsynth::stages::constraint {
+
+using facets::ProofFacet;
 
 struct ProofSettings {
   solvers::ContractOptions contract;
@@ -48,7 +51,7 @@ class ConstrainStage : public graph::AsyncStage {
  private:
   ProofSettings settings_;
   graph::Port ok_;
-  core::ItemWorkers workers_;  // last: stops before the members its work uses
+  graph::ItemWorkers workers_;  // last: stops before the members its work uses
 };
 
 graph::Contract constrain_contract();

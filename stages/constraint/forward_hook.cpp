@@ -11,8 +11,6 @@
 #include "stages/constraint/error.h"
 #include "stages/constraint/prove.h"
 #include "stages/constraint/task_spec.h"
-#include "stages/generation/extract.h"
-#include "stages/generation/prompt.h"
 
 namespace vsynth::stages::constraint {
 
@@ -187,7 +185,7 @@ struct ForwardHook::Impl {
     std::string_view code = text;
     std::string head;
     if (shape.instruct) {
-      code = generation::extract_code(text, spec.language);
+      if (shape.extract_code) code = shape.extract_code(text, spec.language);
       if (python() && !shape.given_code.empty() && !shape.entry_point.empty() &&
           code.find("def " + shape.entry_point) == std::string_view::npos) {
         head = shape.given_code;  // the answer continues the given function's body
@@ -339,21 +337,18 @@ kernels::HookVerdict ForwardHook::after_sample(const kernels::DecodeView& view,
 }
 
 std::unique_ptr<kernels::MaskHook> Z3ForwardHook::make(graph::Item& item,
-                                                       const generation::HookContext& ctx) {
+                                                       const facets::HookContext& ctx) {
   const std::string language = task_language(item.task(), ctx.language);
   if (language != "python" && language != "c") return nullptr;
   const std::optional<TaskSpec> spec = task_spec(item.task(), language);
   if (!spec) return nullptr;
 
-  generation::PromptSettings ps;
-  ps.mode = std::string(ctx.mode);
-  ps.language = language;
-  const generation::PromptParts parts = generation::gather_prompt_parts(item, ps);
   ProgramShape shape;
-  shape.instruct = parts.mode == generation::PromptMode::Instruct;
-  shape.prefix = parts.prefix;
-  shape.given_code = parts.code;
-  shape.entry_point = parts.entry_point;
+  shape.instruct = ctx.mode == "instruct";
+  shape.prefix = ctx.prefix;
+  shape.given_code = ctx.given_code;
+  shape.entry_point = ctx.entry_point;
+  shape.extract_code = ctx.extract_code;
 
   auto* facet = item.find<ConstraintStatsFacet>();
   if (!facet) facet = &item.emplace<ConstraintStatsFacet>();  // kept across attempts

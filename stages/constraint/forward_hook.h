@@ -8,9 +8,9 @@
 // For every candidate of an item whose task has a spec (python or c), generate.llm gets a
 // ForwardHook (a kernels::MaskHook). It watches the text as it is sampled; at each statement
 // boundary (a token holding a newline in Python, a `;` or `}` in C, and the end of the text)
-// it rebuilds the program so far (the prompt's code + the code in the answer, as
-// generation/extract.h assembles it), cut at the boundary (C: with its open braces closed),
-// translates it as a partial program (translation.h) and checks every obligation of each
+// it rebuilds the program so far (the prompt's code + the code in the answer, as generate.llm
+// assembles it: facets::HookContext says how), cut at the boundary (C: with its open braces
+// closed), translates it as a partial program (translation.h) and checks every obligation of each
 // statement it has not checked yet: returns against the spec under their path conditions,
 // asserts, and exceptions / C overflow. ContractOptions.cores is off (no unsat cores): the
 // forward check only needs sat / unsat.
@@ -37,7 +37,7 @@
 #include "graph/registry.h"
 #include "solvers/contract.h"
 #include "stages/constraint/translation.h"
-#include "stages/generation/hook.h"
+#include "stages/facets/hook.h"
 
 namespace vsynth::stages::constraint {
 
@@ -76,12 +76,15 @@ class ConstraintStatsFacet : public graph::Facet {
   nlohmann::json to_json() const override;
 };
 
-// What the program looks like around the model's text (generation/extract.h's assembly).
+// What the program looks like around the model's text (facets::HookContext: generate.llm's
+// assembly).
 struct ProgramShape {
   bool instruct = false;    // the answer is prose with a fenced code block
   std::string prefix;       // complete mode: the code before the model's text
   std::string given_code;   // instruct mode: code the task gave (a HumanEval prompt)
   std::string entry_point;  // the function the answer must define (else it continues given_code)
+  // instruct mode: the code in an answer (a view into it); null: the whole answer is code.
+  std::string_view (*extract_code)(std::string_view answer, std::string_view language) = nullptr;
 };
 
 // The MaskHook for one candidate. `on_done` receives the statistics when the hook is dropped.
@@ -105,11 +108,11 @@ class ForwardHook : public kernels::MaskHook {
   std::function<void(ForwardStats&&)> on_done_;
 };
 
-class Z3ForwardHook : public generation::DecodingHook {
+class Z3ForwardHook : public facets::DecodingHook {
  public:
   explicit Z3ForwardHook(ForwardSettings settings) : settings_(settings) {}
   std::unique_ptr<kernels::MaskHook> make(graph::Item& item,
-                                          const generation::HookContext& ctx) override;
+                                          const facets::HookContext& ctx) override;
   const ForwardSettings& settings() const { return settings_; }
 
  private:

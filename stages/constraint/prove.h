@@ -17,20 +17,11 @@
 #include "solvers/contract.h"
 #include "stages/constraint/task_spec.h"
 #include "stages/constraint/translation.h"
+#include "stages/facets/proof.h"
 
 namespace vsynth::stages::constraint {
 
-struct CandidateProof {
-  solvers::Verdict verdict = solvers::Verdict::Unknown;
-  std::string message;  // one line: what was proved, what breaks, or why undecided
-  std::optional<solvers::Counterexample> counterexample;
-  uint32_t failed_line = 0;  // refuted: the line of the obligation that failed
-  std::vector<std::string> caveats;
-  std::vector<std::string> used_requires;
-  std::size_t obligations = 0;  // checked
-  std::size_t returns = 0;      // return paths among them
-  double translate_us = 0, solver_us = 0;
-};
+using facets::CandidateProof;
 
 // Translates `code` (a whole program in spec.language) and checks it on `checker`, whose
 // contract must be spec.contract. Never throws for what the code does.

@@ -4,8 +4,8 @@
 //   stages:
 //     dedup: { use: context.dedup, with: { threshold: 0.85, shingle_size: 4, min_tokens: 12 } }
 //
-// Requires: `anchor`. Provides: `candidates` (built with defaults when absent; duplicates
-// marked removed and listed in the facet's JSON). Ports: `ok`.
+// Requires: `anchor`. Provides: `context_units` (candidates.h; built with defaults when absent;
+// duplicates marked removed and listed in the facet's JSON). Ports: `ok`.
 #pragma once
 
 #include "graph/stage.h"

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include "stages/context/candidates.h"
-#include "stages/context/context_facet.h"
 #include "stages/context/edits.h"
 #include "stages/context/error.h"
 #include "stages/context/stage_util.h"
-#include "stages/generation/model_resource.h"
+#include "stages/facets/model.h"
 
 namespace vsynth::stages::context {
 
@@ -30,8 +29,8 @@ std::shared_ptr<const TokenCounter> make_counter(const graph::StageContext& ctx)
   }
   if (!model.empty()) {
     // The loaded model's own tokenizer, kept alive by the model (aliasing shared_ptr).
-    const std::shared_ptr<generation::ModelResource> res =
-        ctx.resources.share<generation::ModelResource>(model);
+    const std::shared_ptr<facets::ModelResource> res =
+        ctx.resources.share<facets::ModelResource>(model);
     std::shared_ptr<const kernels::Tokenizer> tok(res->share(), &res->model().tokenizer());
     return std::make_shared<const TokenizerCounter>(std::move(tok),
                                                     "model:" + res->path().string());

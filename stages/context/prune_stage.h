@@ -1,6 +1,8 @@
 // context.prune: fills a token budget with the code that matters around the cursor
-// (prune.h) and writes the `context` facet (context_facet.h) a generation stage puts in its
-// prompt.
+// (prune.h) and writes the `context` facet (stages/facets/context.h) that generate.llm puts in
+// its prompt. Tokens are counted by a TokenCounter (token_counter.h): the estimate, a GGUF
+// file's tokenizer, or the tokenizer of a `model` resource (facets::ModelResource). Its
+// parameters are documented in prune_contract() (`vsynth stages context.prune`).
 //
 //   stages:
 //     prune: { use: context.prune, with: { budget_tokens: 1024 } }   # the estimate
@@ -9,18 +11,9 @@
 //     coder: { use: model.gguf, with: { path: models/gemma-3-270m-q4_k_m.gguf } }
 //   stages:
 //     prune: { use: context.prune, with: { budget_tokens: 1024, model: coder } }
-//     # or with a GGUF file's tokenizer alone (no model loaded):
-//     prune: { use: context.prune, with: { tokenizer: gguf, gguf_path: models/m.gguf } }
 //
-// `tokenizer` defaults to auto: the named model's tokenizer when `model` is given, else the
-// estimate (token_counter.h). Naming a model with `tokenizer: estimate` or `gguf` is an error.
-//
-// Task fields: /edits (edits_field), the edit history, oldest first (edits.h):
-//   [{"path": "a.py", "start_line": 10, "end_line": 12}]
-// Works on the `candidates` facet when earlier context stages built it (summarize, deps,
+// Works on the `context_units` facet when earlier context stages built it (summarize, deps,
 // dedup), else builds the cursor file's candidates itself.
-//
-// Requires: `anchor`. Provides: `context`. Ports: `ok`.
 #pragma once
 
 #include <memory>
@@ -29,8 +22,11 @@
 #include "graph/stage.h"
 #include "stages/context/prune.h"
 #include "stages/context/token_counter.h"
+#include "stages/facets/context.h"
 
 namespace vsynth::stages::context {
+
+using facets::ContextFacet;
 
 class PruneStage : public graph::SyncStage {
  public:

@@ -1,12 +1,12 @@
 // context.summarize: the cursor file's units with their three forms (full, signature, name),
 // signatures per language (summarize.h), and the in-file reasons (candidates.h): the
-// `candidates` facet the other context stages work on. Optional in a pipeline: the first
+// `context_units` facet the other context stages work on. Optional in a pipeline: the first
 // context stage builds the candidates with default options when no summarize ran.
 //
 //   stages:
 //     summarize: { use: context.summarize, with: { doc_line: true } }
 //
-// Requires: `anchor` (ast.anchor). Provides: `candidates`. Ports: `ok`.
+// Requires: `anchor` (ast.anchor). Provides: `context_units`. Ports: `ok`.
 #pragma once
 
 #include "graph/stage.h"

@@ -6,8 +6,8 @@
 //                     cost of a prompt is the sum of its pieces' costs.
 //   TokenizerCounter  the engine's own tokenizer (kernels/tokenizer), loaded from a GGUF file's
 //                     tokenizer.ggml.* metadata; exact for that model. Built from a path
-//                     (`tokenizer: gguf, gguf_path: ...` in context.prune), or from a loaded
-//                     model's Tokenizer once the `model` resource exposes one.
+//                     (`tokenizer: gguf` in context.prune), or from the tokenizer of the
+//                     model a `model` resource loaded (context.prune's `model`).
 //
 // Counts never include BOS/EOS: a context is a piece of a prompt, not a whole one.
 // Implementations are immutable and safe to call from many threads.
@@ -28,7 +28,7 @@ class TokenCounter {
  public:
   virtual ~TokenCounter() = default;
   virtual uint32_t count(std::string_view text) const = 0;
-  // "estimate" or "gguf:<path>": what the results file reports.
+  // "estimate", "gguf:<path>" or "model:<path>": what the results file reports.
   virtual std::string describe() const = 0;
 };
 

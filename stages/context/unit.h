@@ -20,25 +20,15 @@
 #include <string_view>
 #include <vector>
 
+#include "stages/facets/context.h"
+
 namespace vsynth::stages::context {
 
-enum class UnitKind : uint8_t {
-  Function,     // a free function (or a function-valued declaration: `const f = () => ...`)
-  Method,       // a function member of a class, impl, trait or interface (or a Go method)
-  Constructor,  // __init__, constructor, Foo::Foo, Rust/Go `new`/`NewFoo`
-  Class,        // class / struct / union / enum / interface / trait / impl: a container header
-  Namespace,    // namespace / module / mod / extern "C" / #ifdef: a container header
-  Field,        // a member that is not a function (fields, class attributes, enum variants)
-  Import,       // import / #include / use
-  Global,       // a top-level declaration that is not a function or class
-  Statement,    // anything else: top-level code, or a statement of a split function
-};
-const char* to_string(UnitKind kind);
-
-// Ordered by size: a bigger form shows everything a smaller one does.
-enum class Form : uint8_t { Name = 0, Signature = 1, Full = 2 };
-inline constexpr std::size_t kForms = 3;
-const char* to_string(Form form);
+// The kinds and forms are shared with the `context` facet (stages/facets/context.h).
+using facets::Form;
+using facets::kForms;
+using facets::to_string;
+using facets::UnitKind;
 
 // Why a unit is a candidate at all. Stages fill these in; context.prune turns them into values.
 // A rank is 0-based (0 = the strongest reason of its kind); -1 = no such reason.

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "stages/generation/candidates.h"
+#include "stages/facets/candidates.h"
 #include "stages/generation/extract.h"
 
 namespace vsynth::stages::generation {
@@ -104,7 +104,16 @@ void GenerateStage::generate(graph::Item& item) {
     std::unique_ptr<kernels::Sequence> fork = c + 1 < n ? base->fork() : nullptr;
     kernels::Sequence& seq = fork ? *fork : *base;
 
-    const HookContext hctx{tok, facet.prompt, parts.language, facet.mode, c, item.attempt()};
+    const HookContext hctx{.tokenizer = tok,
+                           .prompt = facet.prompt,
+                           .language = parts.language,
+                           .mode = facet.mode,
+                           .candidate = c,
+                           .attempt = item.attempt(),
+                           .prefix = parts.prefix,
+                           .given_code = parts.code,
+                           .entry_point = parts.entry_point,
+                           .extract_code = &extract_code};
     std::vector<std::unique_ptr<kernels::MaskHook>> owned;
     std::vector<kernels::MaskHook*> hooks;
     for (const auto& h : hooks_) {
@@ -210,8 +219,10 @@ graph::Contract generate_contract() {
                  "continued function where the next top-level one starts)"),
       P::choice("mode", "auto", {"auto", "complete", "instruct"},
                 "complete: continue the code before the cursor; instruct: the chat template; "
-                "auto: complete when the task has a cursor or /prefix"),
-      P::string("language", "", "code language; empty: the task's /language, else python"),
+                "auto: complete when the task has a cursor or /prefix or the model has no chat "
+                "template (a base model), else instruct"),
+      P::string("language", "",
+                "code language; empty: the task's /language, the anchor's, else python"),
       P::number("retry_temperature_step", 0.3, 0.0, 5.0,
                 "temperature added per retry (attempt 2 gets one step)"),
       P::number("max_temperature", 1.2, 0.0, 5.0, "cap for the retry temperature schedule"),

@@ -12,10 +12,10 @@
 // engine; graph threads never wait on a forward pass. With `workers: N`, N items decode at once
 // (each on its own sequence; they share the model's compute threads).
 //
-// Retries: on attempt a (Item::attempt(), after a back edge) the temperature is
-// temperature + (a - 1) * retry_temperature_step, capped at max_temperature, and the prompt
-// carries the latest feedback messages. Seeds derive from (seed, task id, attempt, candidate),
-// so a run is reproducible whatever order items arrive in.
+// Retries (Item::attempt() > 1, after a back edge) sample hotter (temperature_for) and the
+// prompt carries the latest feedback messages. Seeds derive from (seed, task id, attempt,
+// candidate), so a run is reproducible whatever order items arrive in. Parameters: see
+// generate_contract() (`vsynth stages generate.llm`).
 //
 // Provides: `candidates` (CandidatesFacet). Reads, when present: `anchor` (the cursor),
 // `context` (its text, see prompt.h). Ports: `ok`.
@@ -25,14 +25,22 @@
 #include <string>
 #include <vector>
 
+#include "graph/item_workers.h"
 #include "graph/stage.h"
 #include "kernels/sampler/generator.h"
-#include "stages/core/item_workers.h"
-#include "stages/generation/hook.h"
+#include "stages/facets/candidates.h"
+#include "stages/facets/hook.h"
 #include "stages/generation/model_resource.h"
 #include "stages/generation/prompt.h"
 
 namespace vsynth::stages::generation {
+
+// The facet generate.llm provides and the hook interface it drives, shared with the
+// capabilities that read or implement them (stages/facets).
+using facets::Candidate;
+using facets::CandidatesFacet;
+using facets::DecodingHook;
+using facets::HookContext;
 
 struct GenerateSettings {
   kernels::GenerateOptions decode;           // sampler params, max_new_tokens, stop strings
@@ -64,7 +72,7 @@ class GenerateStage : public graph::AsyncStage {
   GenerateSettings settings_;
   graph::Port ok_;
   std::string name_;
-  core::ItemWorkers workers_;  // last: stops before the members its work uses
+  graph::ItemWorkers workers_;  // last: stops before the members its work uses
 };
 
 std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ctx);

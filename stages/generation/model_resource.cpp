@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <vector>
 
 namespace vsynth::stages::generation {
 
@@ -106,7 +107,8 @@ graph::ResourceContract model_contract() {
   c.params = {
       graph::P::string("path", "",
                        "the .gguf file; empty: $VSYNTH_MODEL, else "
-                       "models/gemma-3-270m-q4_k_m.gguf"),
+                       "models/gemma-3-270m-q4_k_m.gguf under the working directory, then "
+                       "under the source tree"),
       graph::P::choice(
           "device", "auto", {"auto", "cpu", "cuda"},
           "where to run; auto: the first CUDA device when this build has the CUDA backend and a "

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "stages/ast/anchor_stage.h"
+#include "stages/facets/context.h"
 
 namespace vsynth::stages::generation {
 
@@ -21,30 +22,6 @@ const nlohmann::json* field(const graph::Item& item, const char* name) {
 std::string string_field(const graph::Item& item, const char* name) {
   const nlohmann::json* f = field(item, name);
   return f ? f->get<std::string>() : std::string();
-}
-
-// A `context` facet (context.prune and friends), read generically through its JSON: a string,
-// or an object with a string "text" and, when the context holds the cursor's file, its byte
-// offset "cursor_offset" (>= 0) in that text.
-struct ContextText {
-  std::string text;
-  int64_t cursor = -1;
-};
-ContextText context_text(const graph::Item& item) {
-  ContextText c;
-  auto it = item.facets().find("context");
-  if (it == item.facets().end() || !it->second) return c;
-  const nlohmann::json j = it->second->to_json();
-  if (j.is_string()) {
-    c.text = j.get<std::string>();
-  } else if (j.is_object() && j.contains("text") && j["text"].is_string()) {
-    c.text = j["text"].get<std::string>();
-    if (j.contains("cursor_offset") && j["cursor_offset"].is_number_integer()) {
-      const auto off = j["cursor_offset"].get<int64_t>();
-      if (off >= 0 && static_cast<std::size_t>(off) <= c.text.size()) c.cursor = off;
-    }
-  }
-  return c;
 }
 
 std::string display_name(std::string_view lang) {
@@ -173,13 +150,13 @@ PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s
   // A context that holds the cursor (context.prune's pruned file with the other files'
   // summaries above it) replaces the raw text around the cursor; any other context is shown
   // as background.
-  ContextText ctx = context_text(item);
-  if (ctx.cursor >= 0 && has_cursor) {
-    const auto at = static_cast<std::size_t>(ctx.cursor);
-    p.prefix = ctx.text.substr(0, at);
-    p.suffix = ctx.text.substr(at);
-  } else {
-    p.context = std::move(ctx.text);
+  if (const auto* ctx = item.find<facets::ContextFacet>()) {
+    if (ctx->cursor_offset() >= 0 && has_cursor) {
+      p.prefix = std::string(ctx->prefix());
+      p.suffix = std::string(ctx->suffix());
+    } else {
+      p.context = std::string(ctx->text());
+    }
   }
 
   if (p.mode == PromptMode::Complete) {

@@ -19,9 +19,9 @@
 // (<start_of_turn>), ChatML (qwen2: <|im_start|>), llama3 (<|start_header_id|>), and llama2's
 // [INST] otherwise.
 //
-// A `context` facet (context.prune) is read through its JSON: when it holds the cursor
-// ("text" with "cursor_offset" >= 0) it replaces the text around the cursor (the pruned file
-// with its dependencies' summaries); otherwise its text goes above the code as background.
+// The `context` facet (context.prune; stages/facets/context.h): when it holds the cursor
+// (cursor_offset() >= 0) it replaces the text around the cursor (the pruned file with its
+// dependencies' summaries); otherwise its text goes above the code as background.
 //
 // Task text never becomes control tokens: it is encoded with parse_special off, so a task that
 // mentions "<end_of_turn>" cannot end the turn.

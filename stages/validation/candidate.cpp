@@ -1,8 +1,6 @@
 #include "stages/validation/candidate.h"
 
-// generate.llm's facet: only its header (fields and kName) is used, so this library does not
-// link the generation stage (and the inference engine behind it).
-#include "stages/generation/candidates.h"
+#include "stages/facets/candidates.h"
 
 namespace vsynth::stages::validation {
 
@@ -24,7 +22,7 @@ std::size_t Program::size() const {
 
 std::vector<Program> programs_of(const graph::Item& item) {
   std::vector<Program> out;
-  if (const auto* facet = item.find<generation::CandidatesFacet>()) {
+  if (const auto* facet = item.find<facets::CandidatesFacet>()) {
     for (std::size_t i = 0; i < facet->candidates.size(); ++i) {
       out.push_back({{facet->candidates[i].code}, i, "candidates[" + std::to_string(i) + "]"});
     }

@@ -1,5 +1,5 @@
 // Where validate.async finds the programs to check, as views (never copies):
-//   1. the `candidates` facet of generate.llm (stages/generation/candidates.h): each
+//   1. the `candidates` facet of generate.llm (stages/facets/candidates.h): each
 //      candidate's `code`, the whole program, a view into the item's arena;
 //   2. else the task itself, for pipelines that check given code (scoring a file of samples):
 //      `candidate` (a whole program), else `completion` appended to `prompt` (the HumanEval

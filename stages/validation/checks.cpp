@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stages/ast/language.h"
+#include "stages/facets/proof.h"
 #include "stages/validation/c_harness.h"
 #include "stages/validation/error.h"
 #include "stages/validation/python_runner.h"
@@ -357,32 +358,27 @@ CheckVerdict Checker::spec(const graph::Item& item) {
 CheckVerdict Checker::spec(const graph::Item& item, std::size_t candidate) {
   CheckVerdict v;
   v.check = Check::Spec;
-  const auto it = item.facets().find("proof");
-  if (it == item.facets().end() || !it->second) {
+  const auto* proof = item.find<facets::ProofFacet>();
+  if (!proof) {
     v.status = Status::Skipped;
     v.message = "no `proof` facet (constrain.z3 did not run before validate.async)";
     return v;
   }
-  nlohmann::json j = it->second->to_json();
-  if (j.is_object() && j.contains("candidates") && j["candidates"].is_array()) {
-    for (const auto& c : j["candidates"]) {
-      if (c.is_object() && c.value("index", SIZE_MAX) == candidate) {
-        j = c;
-        break;
-      }
-    }
-  }
-  const std::string verdict = j.is_object() ? json_string(j, "verdict") : "";
-  const std::string message = j.is_object() ? json_string(j, "message") : "";
-  if (verdict == "proved" || verdict == "verified") {
+  // The candidate's own proof, else (no such candidate) the item's summary.
+  const facets::ProofFacet::Summary proved = proof->summary(candidate);
+  const std::string& verdict = proved.verdict;
+  const std::string& message = proved.message;
+  if (verdict == "verified") {
     v.status = Status::Pass;
   } else if (verdict == "refuted") {
     v.status = Status::Fail;
     v.kind = "refuted";
     v.message = "the spec is refuted";
     if (!message.empty()) v.message += ": " + message;
-    if (j.contains("counterexample")) {
-      v.message += "\ncounterexample: " + trim_message(j["counterexample"].dump(), 5, 400);
+    if (proved.counterexample) {
+      // Quoted and escaped as JSON: one line, whatever the values print as.
+      v.message += "\ncounterexample: " +
+                   trim_message(nlohmann::json(*proved.counterexample).dump(), 5, 400);
     }
   } else {
     v.status = Status::Skipped;

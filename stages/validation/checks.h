@@ -44,13 +44,12 @@ class Checker {
   // Runs `suite` against the program. `oracle` marks hidden tests in the verdict.
   CheckVerdict tests(const Program& program, const TaskTests& task, const TestSuite& suite,
                      bool oracle, const SandboxLimits& limits) const;
-  // Reads the item's `proof` facet (constrain.z3) through its JSON: {"verdict": "proved" |
-  // "verified" | "refuted" | "unknown" | ..., "message": ..., "counterexample": ...}. proved /
-  // verified pass, refuted fails (with the counterexample), anything else is skipped, as is an
-  // item without the facet.
+  // Reads the item's `proof` facet (constrain.z3; stages/facets/proof.h): verified passes,
+  // refuted fails (with the counterexample), anything else is skipped, as is an item without
+  // the facet. This one judges the item's summary verdict.
   static CheckVerdict spec(const graph::Item& item);
-  // The same for one candidate: the facet's "candidates" entry whose "index" is `candidate`
-  // when there is one (constrain.z3 proves each candidate), else the item's verdict.
+  // The same for one candidate: its own proof when the facet has one (constrain.z3 proves each
+  // candidate), else the item's verdict.
   static CheckVerdict spec(const graph::Item& item, std::size_t candidate);
 
   const Sandbox& sandbox() const { return sandbox_; }

@@ -232,15 +232,21 @@ graph::Contract validate_contract() {
   };
   c.params = {
       graph::P::strings("checks", std::vector<std::string>{"syntax", "compile", "tests"},
-                        "checks to run, in this order", {"syntax", "compile", "tests", "spec"}),
+                        "checks to run per candidate, in this order: syntax (tree-sitter: no "
+                        "ERROR or MISSING node), compile (py_compile / cc -fsyntax-only), tests, "
+                        "spec (constrain.z3's `proof` facet; skipped without it); a check after "
+                        "a failed one is skipped",
+                        {"syntax", "compile", "tests", "spec"}),
       graph::P::resource("sandbox", "sandbox",
                          "sandbox.bwrap resource to run in (default: a private pool)",
                          /*required=*/false),
       graph::P::integer("timeout_ms", 0, 0, 600000,
                         "wall-clock limit of each sandboxed check, ms (0: the sandbox's wall_ms)"),
       graph::P::choice("tests_visibility", "visible", {"visible", "oracle"},
-                       "visible: the task's visible tests; oracle: its hidden tests (results "
-                       "say oracle)"),
+                       "visible: the task's visible tests (`tests`, or the prompt's `>>>` "
+                       "examples); oracle: its hidden tests (`hidden_tests`, `test`, "
+                       "`test_list`), and results say so (status oracle_tests_*, verdicts' "
+                       "tests_visibility: oracle)"),
       graph::P::string("language", std::string(),
                        "force a language (default: task `language`, `path` extension, python)"),
       graph::P::integer("max_candidates", 0, 0, 1024,

@@ -1,5 +1,6 @@
 // validate.async: checks each candidate program of an item (syntax, compile, tests, spec) in
-// the sandbox, asynchronously, and sends the item on with a verdict.
+// the sandbox, asynchronously, and sends the item on with a verdict. Its parameters are
+// documented in validate_contract() (`vsynth stages validate.async`).
 //
 //   resources:
 //     box: { use: sandbox.bwrap, with: { workers: 2 } }
@@ -12,33 +13,19 @@
 //     - validate.pass -> out
 //     - validate.error -> out
 //
-// Parameters:
-//   checks            which checks, run in this order per candidate: syntax (tree-sitter: no
-//                     ERROR or MISSING node), compile (py_compile / cc -fsyntax-only), tests,
-//                     spec (the `proof` facet of constrain.z3; skipped without it). A check
-//                     after a failed one is skipped.
-//   sandbox           a sandbox.bwrap resource (optional: a private pool with the defaults)
-//   timeout_ms        wall-clock limit of each sandboxed check (0: the sandbox's wall_ms)
-//   tests_visibility  visible: the task's visible tests (`tests`, or the prompt's `>>>`
-//                     examples); oracle: its hidden tests (`hidden_tests`, `test`,
-//                     `test_list`), and results say so (status oracle_tests_*, verdicts'
-//                     tests_visibility: oracle)
-//   language          force a language (default: the task's `language`, its `path`'s
-//                     extension, else python)
-//   max_candidates    check at most this many candidates per item (0: all)
-//   workers           threads of the private pool when `sandbox` is not given
 // Candidates: see candidate.h. The first candidate that passes every check wins; when none
 // does, the feedback is that of the candidate that got furthest.
 //
 // Ports: pass (every check passed or was skipped), fail (failure port: a syntax error, a
 // compiler error, a failing or timed-out test, a refuted spec; the feedback attached is the
-// trimmed message a retry needs), error (failure port: the infrastructure failed, the task is
-// malformed, or the item has no candidate).
-// Provides: `verdicts` (VerdictsFacet). The item's status is one of four: verified (the spec
-// was proved, every other check passed), tests_passed (tests passed, spec not proved or
-// absent), unknown (only syntax / compile could be checked, or a check could not run), failed
-// (a check failed). The facet's `outcome` keeps the detail (tests_failed, spec_refuted,
-// oracle_tests_passed...); oracle runs also say so in `tests_visibility`.
+// trimmed message a retry needs), error (failure port: the furthest candidate's check could
+// not run: the sandbox or a tool failed). A malformed task or an item without a candidate is
+// no verdict at all: the item fails (status error) with a message naming the task.
+// Provides: `verdicts` (VerdictsFacet) and `best_candidate`. The item's status is one of four:
+// verified (the spec was proved, every other check passed), tests_passed (tests passed, spec
+// not proved or absent), unknown (only syntax / compile could be checked, or a check could not
+// run), failed (a check failed). The facet's `outcome` keeps the detail (tests_failed,
+// spec_refuted, oracle_tests_passed...); oracle runs also say so in `tests_visibility`.
 #pragma once
 
 #include <memory>

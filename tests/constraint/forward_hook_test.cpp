@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "stages/constraint/forward_hook.h"
+#include "stages/generation/extract.h"
 #include "tests/constraint/util.h"
 
 namespace cs = vsynth::stages::constraint;
@@ -168,6 +169,7 @@ TEST_CASE("forward hook: instruct answers are read inside their code fence") {
   cs::ProgramShape shape;
   shape.instruct = true;
   shape.entry_point = "clamp";
+  shape.extract_code = &vsynth::stages::generation::extract_code;  // what generate.llm passes
   cs::ForwardHook hook(settings(), clamp_contract(), "python", shape);
   Stream s;
   for (const char* p : {"Here", " is", " the code:\n", "```python\n",

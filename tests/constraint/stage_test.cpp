@@ -10,8 +10,8 @@
 #include "graph/pipeline.h"
 #include "stages/constraint/constrain_stage.h"
 #include "stages/constraint/error.h"
-#include "stages/constraint/proof_facet.h"
-#include "stages/generation/hook.h"
+#include "stages/facets/hook.h"
+#include "stages/facets/proof.h"
 #include "stages/validation/checks.h"
 #include "tests/generation/gen_test_util.h"
 #include "tests/graph/test_kinds.h"
@@ -19,7 +19,7 @@
 namespace fs = std::filesystem;
 namespace graph = vsynth::graph;
 namespace cs = vsynth::stages::constraint;
-namespace gen = vsynth::stages::generation;
+namespace facets = vsynth::stages::facets;
 using vsynth::kernels::TokenId;
 
 namespace {
@@ -65,10 +65,10 @@ const fs::path& tiny_model() {
 }
 
 // Lets the model write only the two lines.
-class TwoLinesResource : public gen::DecodingHook {
+class TwoLinesResource : public facets::DecodingHook {
  public:
   std::unique_ptr<vsynth::kernels::MaskHook> make(graph::Item&,
-                                                  const gen::HookContext& ctx) override {
+                                                  const facets::HookContext& ctx) override {
     return std::make_unique<vsynth::gentest::AllowOnly>(
         std::vector<TokenId>{*ctx.tokenizer.find(spm(kBad)), *ctx.tokenizer.find(spm(kGood))});
   }
@@ -224,10 +224,10 @@ TEST_CASE("validate.async's spec check reads each candidate's own proof") {
   bad["candidate"] = "def clamp(x, lo, hi):\n    return x\n";
   const nlohmann::json refuted = prove_record(bad);
   REQUIRE(refuted["verdict"] == "refuted");
-  cs::CandidateProof ok;
+  facets::CandidateProof ok;
   ok.verdict = vsynth::solvers::Verdict::Verified;
   ok.message = "proved";
-  cs::CandidateProof no;
+  facets::CandidateProof no;
   no.verdict = vsynth::solvers::Verdict::Refuted;
   no.message = "the return at line 2 breaks the spec";
   facet.candidates = {ok, no};

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "graph/pipeline.h"
-#include "stages/context/context_facet.h"
+#include "stages/facets/context.h"
 #include "tests/graph/test_kinds.h"
 
 namespace graph = vsynth::graph;
@@ -142,7 +142,7 @@ TEST_CASE("the facet a generation stage reads: text, prefix and suffix in the ar
   vsynth::test::VectorSink sink;
   std::string prefix, suffix, text;
   sink.on_write = [&](const graph::Item& item) {
-    const auto* f = item.find<vsynth::stages::context::ContextFacet>();
+    const auto* f = item.find<vsynth::stages::facets::ContextFacet>();
     REQUIRE(f);
     text = std::string(f->text());
     prefix = std::string(f->prefix());

@@ -1,7 +1,7 @@
 // Prompt assembly and code extraction for generate.llm, without a model.
 #include <catch2/catch.hpp>
 
-#include "stages/generation/candidates.h"
+#include "stages/facets/context.h"
 #include "stages/generation/extract.h"
 #include "stages/generation/generate_stage.h"
 #include "stages/generation/prompt.h"
@@ -17,10 +17,16 @@ graph::Item item(nlohmann::json data) {
   return graph::Item(graph::Task{"t", std::move(data)}, 0);
 }
 
-struct ContextFacet : graph::Facet {
+// A facet that only calls itself `context`: not context.prune's (stages/facets/context.h).
+struct ForeignContextFacet : graph::Facet {
   static constexpr std::string_view kName = "context";
-  nlohmann::json to_json() const override { return {{"text", "def helper():\n    pass\n"}}; }
+  nlohmann::json to_json() const override { return {{"text", "def stranger():\n    pass\n"}}; }
 };
+
+// context.prune's facet over `text` (stored in the item's arena), the cursor at `cursor`.
+void add_context(graph::Item& it, std::string_view text, int64_t cursor = -1) {
+  it.emplace<vsynth::stages::facets::ContextFacet>().set_text(it.arena().store(text), cursor);
+}
 
 Tokenizer chat_tok(std::vector<std::string> control) {
   return Tokenizer(
@@ -66,7 +72,7 @@ TEST_CASE("prompt parts: feedback (latest, tail-trimmed) and the context facet",
   it.add_feedback("validate", "fail", "first");
   it.add_feedback("validate", "fail", "second");
   it.add_feedback("validate", "fail", std::string(100, 'x') + "TAIL");
-  it.emplace<ContextFacet>();
+  add_context(it, "def helper():\n    pass\n");
   gen::PromptSettings s;
   s.feedback_max_bytes = 10;
   const gen::PromptParts p = gen::gather_prompt_parts(it, s);
@@ -92,25 +98,21 @@ TEST_CASE("prompt parts: feedback (latest, tail-trimmed) and the context facet",
   CHECK(r.text.ends_with("x = "));
 }
 
-namespace {
-struct CursorContextFacet : graph::Facet {
-  static constexpr std::string_view kName = "context";
-  nlohmann::json to_json() const override {
-    return {{"text", "# file: b.py\ndef g(): ...\n# file: a.py\ndef f():\n    \n"},
-            {"cursor_offset", 52},
-            {"used_tokens", 20}};
-  }
-};
-}  // namespace
-
 TEST_CASE("a context holding the cursor replaces the text around it", "[generation][prompt]") {
   auto it = item({{"prefix", "def f():\n    "}, {"suffix", "\n"}});
-  it.emplace<CursorContextFacet>();
+  add_context(it, "# file: b.py\ndef g(): ...\n# file: a.py\ndef f():\n    \n", 52);
   const gen::PromptParts p = gen::gather_prompt_parts(it, {});
   CHECK(p.mode == gen::PromptMode::Complete);
   CHECK(p.prefix == "# file: b.py\ndef g(): ...\n# file: a.py\ndef f():\n    ");
   CHECK(p.suffix == "\n");
   CHECK(p.context.empty());
+}
+
+TEST_CASE("the context is read as context.prune's typed facet, never through its JSON",
+          "[generation][prompt]") {
+  auto it = item({{"instruction", "Sort a list."}});
+  it.emplace<ForeignContextFacet>();
+  CHECK(gen::gather_prompt_parts(it, {}).context.empty());
 }
 
 TEST_CASE("chat templates follow the vocabulary, and task text never becomes control tokens",

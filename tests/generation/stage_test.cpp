@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include "graph/pipeline.h"
+#include "stages/facets/hook.h"
 #include "stages/generation/generate_stage.h"
-#include "stages/generation/hook.h"
 #include "stages/generation/model_resource.h"
 #include "tests/generation/gen_test_util.h"
 #include "tests/graph/test_kinds.h"
@@ -116,11 +118,32 @@ class AllowHookResource : public gen::DecodingHook {
   std::atomic<int> made{0};
 };
 
-graph::Registry registry_with_hook() {
+// Records what generate.llm tells a hook about the program each candidate becomes.
+class ShapeHookResource : public gen::DecodingHook {
+ public:
+  struct Seen {
+    std::string mode, prefix, given_code, entry_point, extracted;
+  };
+  std::unique_ptr<vsynth::kernels::MaskHook> make(graph::Item&,
+                                                  const gen::HookContext& ctx) override {
+    Seen s{std::string(ctx.mode), std::string(ctx.prefix), std::string(ctx.given_code),
+           std::string(ctx.entry_point), ""};
+    if (ctx.extract_code) s.extracted = ctx.extract_code("Here:\n```py\nx = 1\n```\n", "python");
+    std::lock_guard l(mu);
+    seen.push_back(std::move(s));
+    return nullptr;  // watches, never acts
+  }
+  std::mutex mu;
+  std::vector<Seen> seen;
+};
+
+graph::Registry registry_with_hook(std::shared_ptr<ShapeHookResource> shape = nullptr) {
   graph::Registry reg = vsynth::test::full_registry();
   reg.add_resource(
       {"hook.allow_pieces", "hook", "test: allow a few pieces", {}},
       [](const graph::ResourceContext&) { return std::make_shared<AllowHookResource>(); });
+  reg.add_resource({"hook.shape", "hook", "test: records the program's shape", {}},
+                   [shape](const graph::ResourceContext&) { return shape; });
   return reg;
 }
 
@@ -269,6 +292,32 @@ edges: [ gen -> out ]
       CHECK(k["rollbacks"] == 1);
     }
   }
+}
+
+TEST_CASE("a hook learns the program its candidate becomes from the HookContext",
+          "[generation][stage][hook]") {
+  const auto shape = std::make_shared<ShapeHookResource>();
+  const auto reg = registry_with_hook(shape);
+  const Run r =
+      run(model_yaml("  shape: { use: hook.shape }\n") + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, hooks: [shape], max_new_tokens: 2 } }
+edges: [ gen -> out ]
+)",
+          {humaneval_task(4), {{"task_id", "c"}, {"prefix", "x = "}, {"suffix", "\n"}}}, reg);
+  REQUIRE(r.records.size() == 2);
+  REQUIRE(shape->seen.size() == 2);
+  std::map<std::string, ShapeHookResource::Seen> by_mode;
+  for (const auto& s : shape->seen) by_mode[s.mode] = s;
+  REQUIRE(by_mode.count("instruct") == 1);
+  REQUIRE(by_mode.count("complete") == 1);
+  const auto& in = by_mode["instruct"];
+  CHECK(in.given_code == humaneval_task(4)["prompt"].get<std::string>());
+  CHECK(in.entry_point == "add4");
+  CHECK(in.extracted == "x = 1\n");  // generate.llm's own extractor
+  const auto& co = by_mode["complete"];
+  CHECK(co.prefix == "x = ");
+  CHECK(co.given_code.empty());
 }
 
 TEST_CASE("async: many items, several workers, every one completed", "[generation][stage]") {

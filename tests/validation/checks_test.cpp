@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "stages/facets/proof.h"
 #include "stages/validation/checks.h"
 #include "stages/validation/error.h"
 #include "stages/validation/score.h"
@@ -327,24 +328,52 @@ TEST_CASE("tasks: both schemas are read, a malformed field is named") {
 }
 
 namespace {
-// What constrain.z3 is expected to add (only its JSON is read).
-struct Proof : graph::Facet {
+// A facet that only calls itself `proof`: not constrain.z3's (stages/facets/proof.h).
+struct ForeignProof : graph::Facet {
   static constexpr std::string_view kName = "proof";
-  nlohmann::json j;
-  nlohmann::json to_json() const override { return j; }
+  nlohmann::json to_json() const override { return {{"verdict", "verified"}}; }
 };
+
+vsynth::stages::facets::CandidateProof proof_of(vsynth::solvers::Verdict verdict,
+                                                std::string counterexample = "") {
+  vsynth::stages::facets::CandidateProof p;
+  p.verdict = verdict;
+  p.message = "the message";
+  if (!counterexample.empty()) {
+    p.counterexample.emplace();
+    p.counterexample->text = std::move(counterexample);
+  }
+  return p;
+}
 }  // namespace
 
 TEST_CASE("spec: the proof facet decides, without it the check is skipped") {
+  using vsynth::solvers::Verdict;
   graph::Item item(task({{"id", "s"}}), 0);
   CHECK(Checker::spec(item).status == Status::Skipped);
-  item.emplace<Proof>().j = {{"verdict", "proved"}};
+  // Read as the typed facet, never through its JSON: a stranger's `proof` decides nothing.
+  item.emplace<ForeignProof>();
+  CHECK(Checker::spec(item).status == Status::Skipped);
+
+  auto& proof = item.emplace<vsynth::stages::facets::ProofFacet>();
+  proof.has_spec = true;
+  proof.candidates = {proof_of(Verdict::Verified)};
   CHECK(Checker::spec(item).status == Status::Pass);
-  item.emplace<Proof>().j = {{"verdict", "refuted"}, {"counterexample", {{"x", -1}}}};
-  const CheckVerdict v = Checker::spec(item);
+  CHECK(Checker::spec(item, 0).status == Status::Pass);
+
+  proof.candidates = {proof_of(Verdict::Refuted, "f(x=-1) returned 0; ensures result > 0")};
+  const CheckVerdict v = Checker::spec(item, 0);
   CHECK(v.status == Status::Fail);
-  CHECK(v.message.find("\"x\":-1") != std::string::npos);
-  item.emplace<Proof>().j = {{"verdict", "unknown"}};
+  CHECK(v.kind == "refuted");
+  CHECK(v.message ==
+        "the spec is refuted: the message\n"
+        "counterexample: \"f(x=-1) returned 0; ensures result > 0\"");
+  CHECK(Checker::spec(item).status == Status::Fail);  // the item's summary: one candidate
+
+  proof.candidates = {proof_of(Verdict::Unknown)};
+  CHECK(Checker::spec(item, 0).status == Status::Skipped);
+  proof.has_spec = false;  // no spec: nothing was proved
+  proof.candidates.clear();
   CHECK(Checker::spec(item).status == Status::Skipped);
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "graph/pipeline.h"
-#include "stages/generation/candidates.h"
+#include "stages/facets/candidates.h"
 #include "tests/graph/test_kinds.h"
 #include "tests/validation/util.h"
 
@@ -40,8 +40,8 @@ class Candidates : public graph::SyncStage {
     const json& attempts = item.task().data.at("attempts");
     const std::size_t i =
         std::min<std::size_t>(static_cast<std::size_t>(item.attempt() - 1), attempts.size() - 1);
-    auto& facet = item.emplace<stages::generation::CandidatesFacet>();
-    stages::generation::Candidate c;
+    auto& facet = item.emplace<stages::facets::CandidatesFacet>();
+    stages::facets::Candidate c;
     c.code = item.arena().store(attempts[i].get<std::string>());
     c.text = c.code;
     c.completion = c.code;

@@ -1,8 +1,9 @@
-#include "stages/constraint/proof_facet.h"
+#include "stages/facets/proof.h"
 
 #include <cmath>
+#include <cstdint>
 
-namespace vsynth::stages::constraint {
+namespace vsynth::stages::facets {
 
 namespace {
 double round1(double v) {
@@ -45,31 +46,49 @@ std::string ProofFacet::verdict() const {
   return std::string(solvers::verdict_name(v));
 }
 
+ProofFacet::Summary ProofFacet::summary(std::size_t index) const {
+  Summary s;
+  if (index < candidates.size()) {
+    const CandidateProof& p = candidates[index];
+    s.verdict = std::string(solvers::verdict_name(p.verdict));
+    s.message = p.message;
+    if (p.counterexample) s.counterexample = p.counterexample->text;
+    return s;
+  }
+  s.verdict = verdict();
+  if (!has_spec) {
+    s.message = note;
+  } else if (!candidates.empty() && s.verdict != "mixed") {
+    const CandidateProof& first = candidates.front();
+    s.message = first.message;
+    if (first.counterexample) s.counterexample = first.counterexample->text;
+  } else if (!candidates.empty()) {
+    s.message = "the candidates' verdicts differ (see candidates)";
+  }
+  return s;
+}
+
 nlohmann::json ProofFacet::to_json() const {
+  const Summary item = summary(SIZE_MAX);
   nlohmann::json j;
-  j["verdict"] = verdict();
+  j["verdict"] = item.verdict;
   j["attempt"] = attempt;
   if (!has_spec) {
-    j["message"] = note;
+    j["message"] = item.message;
     return j;
   }
   double translate_us = 0, solver_us = 0;
   j["candidates"] = nlohmann::json::array();
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    j["candidates"].push_back(constraint::to_json(candidates[i], i));
+    j["candidates"].push_back(facets::to_json(candidates[i], i));
     translate_us += candidates[i].translate_us;
     solver_us += candidates[i].solver_us;
   }
-  if (!candidates.empty() && j["verdict"] != "mixed") {
-    const CandidateProof& first = candidates.front();
-    j["message"] = first.message;
-    if (first.counterexample) j["counterexample"] = first.counterexample->text;
-  } else if (!candidates.empty()) {
-    j["message"] = "the candidates' verdicts differ (see candidates)";
-  }
+  if (!candidates.empty()) j["message"] = item.message;
+  if (item.counterexample) j["counterexample"] = *item.counterexample;
   j["translate_us"] = round1(translate_us);
   j["solver_us"] = round1(solver_us);
   return j;
 }
 
-}  // namespace vsynth::stages::constraint
+}  // namespace vsynth::stages::facets

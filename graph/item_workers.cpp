@@ -1,9 +1,9 @@
-#include "stages/core/item_workers.h"
+#include "graph/item_workers.h"
 
 #include <algorithm>
 #include <exception>
 
-namespace vsynth::stages::core {
+namespace vsynth::graph {
 
 ItemWorkers::ItemWorkers(Work work) : work_(std::move(work)) {}
 
@@ -20,7 +20,7 @@ void ItemWorkers::start(int workers) {
   for (int i = 0; i < std::max(1, workers); ++i) threads_.emplace_back([this] { loop(); });
 }
 
-void ItemWorkers::submit(graph::ItemPtr item, graph::Completion done) {
+void ItemWorkers::submit(ItemPtr item, Completion done) {
   {
     std::lock_guard l(mu_);
     queue_.emplace_back(std::move(item), std::move(done));
@@ -47,4 +47,4 @@ void ItemWorkers::loop() {
   }
 }
 
-}  // namespace vsynth::stages::core
+}  // namespace vsynth::graph

@@ -1,5 +1,6 @@
-// DecodingHook: the resource interface (`hook`) a constraint capability implements to act
-// inside generate.llm's decoding loop without generate.llm knowing what it checks.
+// DecodingHook: the resource interface (`hook`) a capability implements to act inside
+// generate.llm's decoding loop (constraint's hook.z3_forward does) without either linking the
+// other: generate.llm asks the resources named in its `hooks` for this interface.
 //
 //   resources:
 //     z3: { use: hook.z3_forward, with: { max_backtracks: 16 } }
@@ -37,9 +38,10 @@
 #include "kernels/sampler/mask_hook.h"
 #include "kernels/tokenizer/tokenizer.h"
 
-namespace vsynth::stages::generation {
+namespace vsynth::stages::facets {
 
-// What a hook may want to know about the generation it joins.
+// What a hook may want to know about the generation it joins. The views stay valid until the
+// candidate's hook is dropped (generate.llm holds them while it works on the item).
 struct HookContext {
   const kernels::Tokenizer& tokenizer;
   std::string_view prompt;    // the prompt text as rendered (special tokens spelled out)
@@ -47,6 +49,16 @@ struct HookContext {
   std::string_view mode;      // "complete" or "instruct"
   int candidate = 0;          // 0-based within this attempt
   int attempt = 1;            // Item::attempt()
+
+  // The program the candidate becomes, as generate.llm assembles it (generation/extract.h),
+  // so that a hook checks the code a validator will run: in complete mode prefix + the
+  // generated text + the suffix; in instruct mode the code in the answer (`extract_code`),
+  // after `given_code` when the answer does not define `entry_point`.
+  std::string_view prefix;       // complete: the text before the cursor
+  std::string_view given_code;   // instruct: the code the task gave to complete ("" when none)
+  std::string_view entry_point;  // the function the tests call ("" when the task names none)
+  // instruct: the code in an answer (a view into it), the way generate.llm extracts it.
+  std::string_view (*extract_code)(std::string_view answer, std::string_view language) = nullptr;
 };
 
 class DecodingHook : public graph::Resource {
@@ -57,4 +69,4 @@ class DecodingHook : public graph::Resource {
   virtual std::unique_ptr<kernels::MaskHook> make(graph::Item& item, const HookContext& ctx) = 0;
 };
 
-}  // namespace vsynth::stages::generation
+}  // namespace vsynth::stages::facets

@@ -1,4 +1,4 @@
-// The worker threads behind an asynchronous stage (graph::AsyncStage) that does blocking work
+// The worker threads behind an asynchronous stage (AsyncStage) that does blocking work
 // per item (a forward pass, a Z3 proof): submit() queues the item and returns at once, so graph
 // threads never wait; each worker takes the oldest queued item, runs `work` on it and completes
 // the item through the port `work` returns, or fails it with the exception's message when
@@ -21,12 +21,12 @@
 
 #include "graph/stage.h"
 
-namespace vsynth::stages::core {
+namespace vsynth::graph {
 
 class ItemWorkers {
  public:
   // Processes one item on a worker thread; throws on failure.
-  using Work = std::function<graph::Port(graph::Item&)>;
+  using Work = std::function<Port(Item&)>;
 
   explicit ItemWorkers(Work work);
   ~ItemWorkers();
@@ -35,7 +35,7 @@ class ItemWorkers {
 
   // Starts max(1, workers) threads.
   void start(int workers);
-  void submit(graph::ItemPtr item, graph::Completion done);
+  void submit(ItemPtr item, Completion done);
 
  private:
   void loop();
@@ -43,9 +43,9 @@ class ItemWorkers {
   Work work_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<graph::ItemPtr, graph::Completion>> queue_;
+  std::deque<std::pair<ItemPtr, Completion>> queue_;
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };
 
-}  // namespace vsynth::stages::core
+}  // namespace vsynth::graph

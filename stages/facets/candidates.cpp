@@ -1,8 +1,8 @@
-#include "stages/generation/candidates.h"
+#include "stages/facets/candidates.h"
 
 #include <cmath>
 
-namespace vsynth::stages::generation {
+namespace vsynth::stages::facets {
 
 namespace {
 // Milliseconds to 0.01 ms, rates to 0.1: the results file stays readable.
@@ -89,4 +89,4 @@ nlohmann::json CandidatesFacet::to_json() const {
   return j;
 }
 
-}  // namespace vsynth::stages::generation
+}  // namespace vsynth::stages::facets

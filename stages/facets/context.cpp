@@ -1,6 +1,42 @@
-#include "stages/context/context_facet.h"
+#include "stages/facets/context.h"
 
-namespace vsynth::stages::context {
+namespace vsynth::stages::facets {
+
+const char* to_string(UnitKind kind) {
+  switch (kind) {
+    case UnitKind::Function:
+      return "function";
+    case UnitKind::Method:
+      return "method";
+    case UnitKind::Constructor:
+      return "constructor";
+    case UnitKind::Class:
+      return "class";
+    case UnitKind::Namespace:
+      return "namespace";
+    case UnitKind::Field:
+      return "field";
+    case UnitKind::Import:
+      return "import";
+    case UnitKind::Global:
+      return "global";
+    case UnitKind::Statement:
+      return "statement";
+  }
+  return "unit";
+}
+
+const char* to_string(Form form) {
+  switch (form) {
+    case Form::Name:
+      return "name";
+    case Form::Signature:
+      return "signature";
+    case Form::Full:
+      return "full";
+  }
+  return "form";
+}
 
 std::string_view ContextFacet::prefix() const {
   if (cursor_offset_ < 0) return text_;
@@ -37,4 +73,4 @@ nlohmann::json ContextFacet::to_json() const {
   return j;
 }
 
-}  // namespace vsynth::stages::context
+}  // namespace vsynth::stages::facets

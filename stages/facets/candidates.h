@@ -1,5 +1,6 @@
-// CandidatesFacet (`candidates`): what generate.llm produced for an item on its latest
-// attempt. Every text is a view into the item's arena (written once, never copied again).
+// The `candidates` facet: what generate.llm produced for an item on its latest attempt, read
+// by constrain.z3 (proves each candidate's `code`) and validate.async (runs it). Every text is
+// a view into the item's arena (written once, never copied again).
 #pragma once
 
 #include <cstdint>
@@ -10,12 +11,12 @@
 
 #include "graph/item.h"
 
-namespace vsynth::stages::generation {
+namespace vsynth::stages::facets {
 
 struct Candidate {
   std::string_view text;        // the model's output (cut before a stop string, EOG dropped)
   std::string_view completion;  // the part to insert: `text` (complete) or its code block
-  std::string_view code;        // the whole program a validator runs (see extract.h)
+  std::string_view code;        // the whole program a validator runs (generation/extract.h)
   int32_t tokens = 0;           // generated tokens (rejected / rolled-back ones excluded)
   std::string finish;           // length | eog | stop | context | hook | hook_limit | masked
   std::string finish_detail;    // the stop string or the hook's reason
@@ -50,4 +51,4 @@ class CandidatesFacet : public graph::Facet {
   nlohmann::json to_json() const override;
 };
 
-}  // namespace vsynth::stages::generation
+}  // namespace vsynth::stages::facets

@@ -1,10 +1,6 @@
 // The `context` facet: the code context context.prune chose for one task, ready to put in a
-// prompt. The generation stage reads it:
-//
-//   if (const auto* ctx = item.find<context::ContextFacet>()) {
-//     prompt += ctx->prefix();   // everything up to the task's cursor
-//     ...                        // (fill-in-the-middle: ctx->suffix() after the hole)
-//   }
+// prompt. generate.llm reads it (generation/prompt.cpp): when the context holds the cursor,
+// prefix() and suffix() replace the text around it; otherwise text() goes above the code.
 //
 // text() is the whole context: for each file with anything chosen (other files first, the
 // cursor's file last) a header line in the language's comment syntax ("# file: a.py",
@@ -23,9 +19,27 @@
 #include <vector>
 
 #include "graph/item.h"
-#include "stages/context/unit.h"
 
-namespace vsynth::stages::context {
+namespace vsynth::stages::facets {
+
+// What a chosen block of code is (context/unit.h explains units) and the form it is shown in.
+enum class UnitKind : uint8_t {
+  Function,     // a free function (or a function-valued declaration: `const f = () => ...`)
+  Method,       // a function member of a class, impl, trait or interface (or a Go method)
+  Constructor,  // __init__, constructor, Foo::Foo, Rust/Go `new`/`NewFoo`
+  Class,        // class / struct / union / enum / interface / trait / impl: a container header
+  Namespace,    // namespace / module / mod / extern "C" / #ifdef: a container header
+  Field,        // a member that is not a function (fields, class attributes, enum variants)
+  Import,       // import / #include / use
+  Global,       // a top-level declaration that is not a function or class
+  Statement,    // anything else: top-level code, or a statement of a split function
+};
+const char* to_string(UnitKind kind);
+
+// Ordered by size: a bigger form shows everything a smaller one does.
+enum class Form : uint8_t { Name = 0, Signature = 1, Full = 2 };
+inline constexpr std::size_t kForms = 3;
+const char* to_string(Form form);
 
 class ContextFacet : public graph::Facet {
  public:
@@ -52,7 +66,7 @@ class ContextFacet : public graph::Facet {
 
   uint32_t budget_tokens = 0;
   uint32_t used_tokens = 0;  // tokens of text() by `tokenizer`
-  std::string tokenizer;     // "estimate" or "gguf:<path>"
+  std::string tokenizer;     // what counted them: estimate, gguf:<path> or model:<path>
   bool over_budget = false;  // the statement at the cursor alone exceeded the budget
   uint32_t file_rows = 0;    // rows of the cursor's file
   uint32_t shown_rows = 0;   // rows of the cursor's file shown in full form
@@ -74,4 +88,4 @@ class ContextFacet : public graph::Facet {
   int64_t cursor_offset_ = -1;
 };
 
-}  // namespace vsynth::stages::context
+}  // namespace vsynth::stages::facets

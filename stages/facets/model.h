@@ -1,0 +1,38 @@
+// ModelResource: what a `model` resource (model.gguf, stages/generation) hands to the stages
+// that name it: the loaded decoder, shared. generate.llm decodes with it; context.prune counts
+// tokens with its tokenizer. Loading is generation's (generation/model_resource.h); readers need
+// only this.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "graph/resource.h"
+#include "kernels/engine.h"
+
+namespace vsynth::stages::facets {
+
+class ModelResource : public graph::Resource {
+ public:
+  ModelResource(std::shared_ptr<kernels::Model> model, std::filesystem::path path,
+                std::string chat_template = {})
+      : model_(std::move(model)),
+        path_(std::move(path)),
+        chat_template_(std::move(chat_template)) {}
+  kernels::Model& model() const { return *model_; }
+  std::shared_ptr<kernels::Model> share() const { return model_; }
+  const std::filesystem::path& path() const { return path_; }
+  // The GGUF's tokenizer.chat_template (Jinja text, never executed), empty when absent. Its
+  // absence marks a base (pretrained) model: generate.llm's `auto` mode then prompts by
+  // completion, the way base models are evaluated, instead of with a chat turn.
+  const std::string& chat_template() const { return chat_template_; }
+  bool chat_tuned() const { return !chat_template_.empty(); }
+
+ private:
+  std::shared_ptr<kernels::Model> model_;
+  std::filesystem::path path_;
+  std::string chat_template_;
+};
+
+}  // namespace vsynth::stages::facets

@@ -22,6 +22,10 @@
 // larger than the whole cache is parsed and returned but not kept. Evicting an entry never
 // invalidates a file a request still holds.
 //
+// Cost: a lookup, an insertion and an eviction are O(1) in the number of entries (a hash map by
+// key, another by path to the path's most recently used version, and the LRU list); hashing
+// the text is O(its length).
+//
 // Thread-safe: lookups and insertions take one mutex; parsing runs outside it, so requests on
 // different files parse in parallel (two requests missing the same text at once both parse;
 // the first to finish is kept).
@@ -78,14 +82,22 @@ class ParseCache {
   };
   using Lru = std::list<Entry>;  // most recently used first
 
+  // Moves an entry to the front: the most recently used, overall and of its file.
+  void touch_locked(Lru::iterator it);
   // Inserts at the front (replacing a colliding key), then evicts from the back down to
   // max_bytes_.
   void insert_locked(Entry entry);
+  // Removes an entry from the list and both maps.
+  void erase_locked(Lru::iterator it);
 
   const std::size_t max_bytes_;
   mutable std::mutex mu_;
   Lru lru_;
   std::unordered_map<std::string, Lru::iterator> by_key_;
+  // file_key -> that file's most recently used version (the base of an edit). Only the most
+  // recent version needs a pointer: the LRU list orders a file's versions, and when eviction
+  // reaches the most recent one at the back, it is the file's last version.
+  std::unordered_map<std::string, Lru::iterator> by_file_;
   Stats stats_;
 };
 

@@ -67,7 +67,6 @@ nlohmann::json AnchorFacet::to_json() const {
   nlohmann::json j;
   j["path"] = file_->path();
   j["language"] = file_->language().name();
-  j["parse"] = parse_;
   j["cursor"] = {{"byte", a.byte}, {"row", a.point.row}, {"column", a.point.column}};
   j["node"] = {{"type", a.node.type},
                {"start", point_json(a.node.span.start)},

@@ -44,7 +44,8 @@ class AnchorFacet : public graph::Facet {
  public:
   static constexpr std::string_view kName = "anchor";
   // `parse`: how the file was obtained: "parsed" (no cache), or a ParseCache outcome ("hit",
-  // "edit", "miss").
+  // "edit", "miss"). Not in the record: it depends on what other tasks parsed before (the
+  // cache's stats count it), and a result must be a function of its task.
   AnchorFacet(std::shared_ptr<const ParsedFile> file, Anchor anchor,
               std::string_view parse = "parsed")
       : file_(std::move(file)), anchor_(std::move(anchor)), parse_(parse) {}
@@ -54,7 +55,7 @@ class AnchorFacet : public graph::Facet {
   const Anchor& anchor() const { return anchor_; }
   std::string_view parse() const { return parse_; }
 
-  // path, language, parse, cursor, node, function, class, module, scopes, imports,
+  // path, language, cursor, node, function, class, module, scopes, imports,
   // identifiers, syntax_errors; positions as {"row", "column"}, 0-based, columns in bytes.
   nlohmann::json to_json() const override;
 

@@ -150,7 +150,8 @@ TEST_CASE("ast.anchor keeps parsed files between requests (cache_mb)", "[ast][st
   CHECK(f1.parse() == "miss");
   CHECK(f2.parse() == "hit");
   CHECK(f1.share_file() == f2.share_file());  // one tree, shared
-  CHECK(f2.to_json()["parse"] == "hit");
+  // How the file was obtained depends on what ran before: never part of the record.
+  CHECK_FALSE(f2.to_json().contains("parse"));
   CHECK(f2.anchor().byte == at);
   CHECK(f2.anchor().function->name == f1.anchor().function->name);
 

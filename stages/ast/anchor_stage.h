@@ -8,10 +8,11 @@
 //
 // Parse cache (parse_cache.h): the stage keeps parsed files between requests, keyed by path
 // and content hash, LRU-bounded to `cache_mb` MiB (0: none, every request parses afresh). The
-// same text again reuses the tree; another text for a cached path is parsed incrementally
-// from the path's last version (ts_tree_edit with the changed span, then a re-parse). One
-// cache per stage instance, shared by the requests it processes concurrently, kept for the
-// run (a `vsynth serve` session, a batch).
+// same text again reuses the tree; with `cache_edits: true`, another text for a cached path is
+// parsed incrementally from the path's last version (ts_tree_edit with the changed span, then
+// a re-parse): faster in an editor session, but the tree may then differ from a fresh parse's
+// (parse_cache.h), so it is off by default. One cache per stage instance, shared by the
+// requests it processes concurrently, kept for the run (a `vsynth serve` session, a batch).
 //
 // Task fields (JSON pointers, each a parameter):
 //   /path      the file's name; its extension picks the language (.py, .c/.h, .cc/.cpp/.hpp/

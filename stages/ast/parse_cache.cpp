@@ -60,7 +60,9 @@ ParseCache::Result ParseCache::parse(const std::string& path, const Language& la
       return {it->second->file, Outcome::Hit};
     }
     // The most recently used version of this file, if any, is the base of an edit.
-    if (auto it = by_file_.find(file_key); it != by_file_.end()) base = it->second->file;
+    if (auto it = by_file_.find(file_key); edits_ && it != by_file_.end()) {
+      base = it->second->file;
+    }
   }
 
   Result result;

@@ -10,6 +10,9 @@
 // re-extracted, or taken as they are when the caller extracted them already (the cursor's
 // file from the candidates facet); only its own entries in the name index change. Superseded
 // versions are freed on ast's reclaimer thread (stages/ast/reclaim.h), off the request path.
+// An incremental re-parse may give another tree than a fresh parse (ast/parse_cache.h), so an
+// index updated in place depends on the versions it saw: context.deps builds one per task from
+// FileUnitsCache (file_cache.h), which never re-parses incrementally.
 //
 // Name resolution, from a file F: definitions of the name in F itself; else those in files F
 // imports (a file whose stem, "core" for src/click/core.py and "pkg" for pkg/__init__.py,

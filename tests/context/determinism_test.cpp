@@ -191,3 +191,60 @@ TEST_CASE("pipelines/context.yaml: each record is a function of its task, whatev
     CHECK(differ.empty());
   }
 }
+
+TEST_CASE("pipelines/context.yaml: the parse cache does not make a tree depend on another task",
+          "[context][stage][determinism]") {
+  // Tasks on one path each, its file cut mid-row at every row (the rest of the row being
+  // typed), each cut right after the cut nine rows up: with an incremental re-parse from
+  // the path's last version, some trees differ from a fresh parse of the same text.
+  std::vector<nlohmann::json> tasks;
+  for (const char* name : {"sample.c", "sample.cpp", "sample.go", "sample.java", "sample.js",
+                           "sample.py", "sample.rs", "sample.ts", "sample.tsx"}) {
+    const std::string path = std::string("tests/ast/data/") + name;
+    const std::string source = read(path);
+    std::vector<std::size_t> starts{0};
+    for (std::size_t i = 0; i + 1 < source.size(); ++i) {
+      if (source[i] == '\n') starts.push_back(i + 1);
+    }
+    const std::size_t rows = starts.size();
+    auto cut = [&](std::size_t row) {
+      const std::size_t end = row + 1 < rows ? starts[row + 1] - 1 : source.size();
+      const std::size_t mid = starts[row] + (end - starts[row]) / 2;
+      std::string t = source;
+      t.erase(mid, end - mid);
+      return std::make_pair(t, mid);
+    };
+    for (std::size_t j = 0; j < rows; ++j) {
+      for (std::size_t row : {(j + rows - 9) % rows, j}) {
+        auto [text, at] = cut(row);
+        tasks.push_back({{"id", fmt_id(static_cast<int>(tasks.size()))},
+                         {"path", path},
+                         {"source", text},
+                         {"cursor", {{"offset", at}}}});
+      }
+    }
+  }
+  const std::string yaml = read("pipelines/context.yaml");
+  // The reference: no parse cache, every text parsed afresh.
+  std::string uncached = yaml;
+  const std::string anchor = "use: ast.anchor, with: { cursor_base: one }";
+  REQUIRE(uncached.find(anchor) != std::string::npos);
+  uncached.replace(uncached.find(anchor), anchor.size(),
+                   "use: ast.anchor, with: { cursor_base: one, cache_mb: 0 }");
+  const std::map<std::string, std::string> fresh = run(uncached + "max_in_flight: 1\n", tasks);
+  REQUIRE(fresh.size() == tasks.size());
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"serial", yaml + "max_in_flight: 1\n"}, {"parallel", yaml + "max_in_flight: 64\n"}}) {
+    const std::map<std::string, std::string> got = run(text, tasks);
+    std::vector<std::string> differ;
+    std::string first;
+    for (const auto& [id, rec] : got) {
+      if (rec == fresh.at(id)) continue;
+      if (differ.empty()) first = id + ": " + differing_facets(rec, fresh.at(id));
+      differ.push_back(id);
+    }
+    INFO(name << ": " << differ.size() << " of " << tasks.size()
+              << " records differ from a fresh parse's; first " << first);
+    CHECK(differ.empty());
+  }
+}

@@ -1,5 +1,7 @@
 #include "stages/context/extract.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -485,6 +487,14 @@ int32_t Extractor::add_unit(TSNode node, uint32_t first_row, int32_t parent, con
     case UnitKind::Method:
     case UnitKind::Constructor:
       sig = function_signature(file_, node, k.def, u.indent, doc_line());
+      if (sig.empty() && first_row < node_row) {
+        // A prototype (no body: a C/C++ declaration, an interface or abstract method) under a
+        // comment block: its own rows under the first doc line, so that a long comment does
+        // not leave it only its name form when the declaration would fit.
+        const std::string doc = doc_line();
+        if (!doc.empty()) sig = fmt::format("{}{} {}\n", u.indent, style_.doc_prefix, doc);
+        sig += rows_text(file_, node_row, node_last);
+      }
       break;
     case UnitKind::Global:
     case UnitKind::Field:

@@ -1,9 +1,11 @@
 // Definitions the context missed on real code (issue 18, item 2), each pinned by a test:
 // definitions inside module-level `if` / `else` / `try` blocks, names re-exported by a
-// package's __init__.py, and same-named module globals of unrelated test files.
+// package's __init__.py, methods reached through chained attributes, documented prototypes
+// left in their name form, and same-named module globals of unrelated test files.
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "stages/context/deps.h"
@@ -189,4 +191,40 @@ TEST_CASE("deps: a method reached through a chained attribute (self.a.b.fetch) i
                  files);
   REQUIRE(annotated.dep("fetch"));
   CHECK(annotated.dep("fetch")->path == "beta.py");
+}
+
+TEST_CASE("summarize: a documented prototype has a signature form, so it is not left as a name",
+          "[context][resolve]") {
+  const std::string header =
+      "#pragma once\n\n"
+      "struct Language;\n\n"
+      "// Finds a language by its name (python, c, cpp, go, java, javascript, typescript,\n"
+      "// tsx or rust), as the task's /language field names it. The names are the grammars'\n"
+      "// own, lower case; an alias (py, js, ts) is not accepted, because the field is meant\n"
+      "// to be machine-written and an alias would hide a typo in the caller that wrote it.\n"
+      "// Returns null for an unknown name; the caller reports it with the valid names.\n"
+      "const Language* find(const char* name) noexcept;\n";
+  auto task = [&] {
+    return std::make_unique<Task>(
+        "main.cpp", "#include \"lang.h\"\n\nint run() {\n  return find(<|>\"x\") != nullptr;\n}\n",
+        std::map<std::string, std::string>{{"lang.h", header}});
+  };
+  const auto t = task();
+  const Unit& find = t->f.unit("find");
+  CHECK(find.kind == UnitKind::Function);
+  CHECK(find.signature ==
+        "// Finds a language by its name (python, c, cpp, go, java, javascript, typescript,\n"
+        "const Language* find(const char* name) noexcept;\n");
+  // The smallest budget that shows more than its name shows its signature, not the whole
+  // comment block.
+  int first = -1;
+  for (uint32_t budget = 40; budget <= 400 && first < 0; budget += 4) {
+    const auto u = task();
+    PruneOptions o;
+    o.budget_tokens = budget;
+    const PruneResult r = prune(u->f.candidates, EstimateCounter(), o, u->f.arena);
+    const int form = shown_form(u->f.candidates, r, "find");
+    if (form > static_cast<int>(Form::Name)) first = form;
+  }
+  CHECK(first == static_cast<int>(Form::Signature));
 }

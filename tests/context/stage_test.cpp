@@ -49,11 +49,20 @@ const char* kCore = "def core_fn(value: int) -> int:\n    return value + 1\n";
 
 TEST_CASE("context stages are registered with their contracts", "[context][stage]") {
   const graph::Registry reg = vsynth::test::full_registry();
-  for (const char* kind : {"context.summarize", "context.deps", "context.dedup", "context.prune"}) {
+  for (const char* kind : {"context.summarize", "context.deps", "context.prune"}) {
     INFO(kind);
     REQUIRE(reg.find_stage(kind) != nullptr);
     CHECK(reg.find_stage(kind)->contract.requires_facets == std::vector<std::string>{"anchor"});
   }
+  // Dedup only marks candidates a stage before it built: the request's data flows one way.
+  REQUIRE(reg.find_stage("context.dedup") != nullptr);
+  CHECK(reg.find_stage("context.dedup")->contract.requires_facets ==
+        std::vector<std::string>{"context_units"});
+  CHECK_THROWS_WITH(vsynth::test::load_text(
+                        "stages:\n  anchor: { use: ast.anchor }\n"
+                        "  dedup: { use: context.dedup }\nedges:\n  - anchor -> dedup -> out\n",
+                        reg),
+                    Catch::Contains("requires facet `context_units`"));
   const graph::Contract& prune = reg.find_stage("context.prune")->contract;
   CHECK(prune.provides_facets == std::vector<std::string>{"context"});
   CHECK(std::get<int64_t>(*prune.find_param("budget_tokens")->default_value) == 1024);

@@ -8,7 +8,7 @@
 
 namespace vsynth::stages::context {
 
-DepsStage::DepsStage(const graph::StageContext &ctx)
+DepsStage::DepsStage(const graph::StageContext& ctx)
     : files_(pointer_param(ctx, "files_field")),
       options_{static_cast<uint32_t>(ctx.params.integer("hops")),
                static_cast<uint32_t>(ctx.params.integer("max_per_hop")),
@@ -17,37 +17,34 @@ DepsStage::DepsStage(const graph::StageContext &ctx)
       ok_(ctx.port("ok")),
       cache_(static_cast<std::size_t>(ctx.params.integer("cache_mb")) << 20) {}
 
-void DepsStage::index_task_files(const graph::Item &item,
-                                 const CandidatesFacet &c,
-                                 ProjectIndex &index) {
-  const nlohmann::json *files = lookup(item.task().data, files_);
+void DepsStage::index_task_files(const graph::Item& item, const CandidatesFacet& c,
+                                 ProjectIndex& index) {
+  const nlohmann::json* files = lookup(item.task().data, files_);
   if (files && !files->is_null()) {
     if (!files->is_array()) {
-      throw ContextError(fmt::format("task `{}`: field {} must be a list of "
-                                     "{{\"path\", \"source\"}} (got {})",
-                                     item.id(), files_.to_string(),
-                                     files->type_name()));
+      throw ContextError(
+          fmt::format("task `{}`: field {} must be a list of "
+                      "{{\"path\", \"source\"}} (got {})",
+                      item.id(), files_.to_string(), files->type_name()));
     }
     for (std::size_t i = 0; i < files->size(); ++i) {
-      const nlohmann::json &f = (*files)[i];
+      const nlohmann::json& f = (*files)[i];
       if (!f.is_object() || !f.contains("path") || !f["path"].is_string() ||
           !f.contains("source") || !f["source"].is_string()) {
-        throw ContextError(fmt::format(
-            "task `{}`: field {}/{} must be {{\"path\": string, \"source\": "
-            "string}} (got {})",
-            item.id(), files_.to_string(), i, f.dump().substr(0, 120)));
+        throw ContextError(
+            fmt::format("task `{}`: field {}/{} must be {{\"path\": string, \"source\": "
+                        "string}} (got {})",
+                        item.id(), files_.to_string(), i, f.dump().substr(0, 120)));
       }
-      const std::string &path = f["path"].get_ref<const std::string &>();
+      const std::string& path = f["path"].get_ref<const std::string&>();
       if (!index.find(path) && index.size() >= max_files_) {
         throw ContextError(
             fmt::format("task `{}`: field {} holds more than {} files, the "
                         "stage's max_files; raise it or "
                         "send fewer (file {}/{}: {})",
-                        item.id(), files_.to_string(), max_files_,
-                        files_.to_string(), i, path));
+                        item.id(), files_.to_string(), max_files_, files_.to_string(), i, path));
       }
-      if (auto units =
-              cache_.get(path, f["source"].get_ref<const std::string &>())) {
+      if (auto units = cache_.get(path, f["source"].get_ref<const std::string&>())) {
         index.update(path, std::move(units));
       }
     }
@@ -62,9 +59,9 @@ void DepsStage::index_task_files(const graph::Item &item,
   }
 }
 
-graph::Port DepsStage::process(graph::Item &item) {
-  CandidatesFacet &c = ensure_candidates(item);
-  ProjectIndex index; // this task's alone
+graph::Port DepsStage::process(graph::Item& item) {
+  CandidatesFacet& c = ensure_candidates(item);
+  ProjectIndex index;  // this task's alone
   index_task_files(item, c, index);
   expand_dependencies(c, index, options_, item.arena());
   return ok_;
@@ -77,32 +74,26 @@ graph::Contract deps_contract() {
       "Indexes the task's files (imports, calls, type uses; a shared cache "
       "parses each text "
       "once) and adds definitions within two hops of the cursor's function";
-  c.concurrency = graph::Concurrency::unlimited(); // an index per task; the
-                                                   // cache locks itself
+  c.concurrency = graph::Concurrency::unlimited();  // an index per task; the
+                                                    // cache locks itself
   c.requires_facets = {"anchor"};
   c.provides_facets = {"context_units"};
   c.ports = {{"ok", "dependencies added", false}};
   c.params = {
-      graph::P::string(
-          "files_field", "/files",
-          "JSON pointer to the project's other files [{path, source}] the task "
-          "can see (optional; each task sends every file it relies on)"),
-      graph::P::integer("hops", 2, 1, 2,
-                        "dependency hops from the cursor's function"),
-      graph::P::integer("max_per_hop", 24, 1, 1000,
-                        "definitions kept per hop, nearest first"),
-      graph::P::integer(
-          "max_ambiguity", 3, 1, 100,
-          "follow a name not found in the file or its imports only when the "
-          "task's files define it at most this many times"),
-      graph::P::integer("max_files", 20000, 1, 10000000,
-                        "files one task may send"),
-      graph::P::integer(
-          "cache_mb", 256, 0, 1 << 20,
-          "MiB of parsed and extracted files kept between tasks, keyed by path "
-          "and content (a cache only: results never depend on it); 0: none"),
+      graph::P::string("files_field", "/files",
+                       "JSON pointer to the project's other files [{path, source}] the task "
+                       "can see (optional; each task sends every file it relies on)"),
+      graph::P::integer("hops", 2, 1, 2, "dependency hops from the cursor's function"),
+      graph::P::integer("max_per_hop", 24, 1, 1000, "definitions kept per hop, nearest first"),
+      graph::P::integer("max_ambiguity", 3, 1, 100,
+                        "follow a name not found in the file or its imports only when the "
+                        "task's files define it at most this many times"),
+      graph::P::integer("max_files", 20000, 1, 10000000, "files one task may send"),
+      graph::P::integer("cache_mb", 256, 0, 1 << 20,
+                        "MiB of parsed and extracted files kept between tasks, keyed by path "
+                        "and content (a cache only: results never depend on it); 0: none"),
   };
   return c;
 }
 
-} // namespace vsynth::stages::context
+}  // namespace vsynth::stages::context

@@ -32,24 +32,23 @@
 namespace vsynth::stages::context {
 
 class DepsStage : public graph::SyncStage {
-public:
-  explicit DepsStage(const graph::StageContext &ctx);
-  graph::Port process(graph::Item &item) override;
-  const FileUnitsCache &cache() const { return cache_; }
+ public:
+  explicit DepsStage(const graph::StageContext& ctx);
+  graph::Port process(graph::Item& item) override;
+  const FileUnitsCache& cache() const { return cache_; }
 
-private:
+ private:
   // The index view of this task: its `files` (through the cache) and its
   // cursor's file.
-  void index_task_files(const graph::Item &item, const CandidatesFacet &c,
-                        ProjectIndex &index);
+  void index_task_files(const graph::Item& item, const CandidatesFacet& c, ProjectIndex& index);
 
   nlohmann::json::json_pointer files_;
   DepsOptions options_;
   uint32_t max_files_;
   graph::Port ok_;
-  FileUnitsCache cache_; // shared by every task; locks itself
+  FileUnitsCache cache_;  // shared by every task; locks itself
 };
 
 graph::Contract deps_contract();
 
-} // namespace vsynth::stages::context
+}  // namespace vsynth::stages::context

@@ -20,7 +20,7 @@ std::string text(int i) {
 
 }  // namespace
 
-TEST_CASE("file cache: a hit shares the units; another text is a fresh parse", "[context][cache]") {
+TEST_CASE("file cache: a hit shares the units, another text is a fresh parse", "[context][cache]") {
   FileUnitsCache cache(std::size_t{1} << 30);
   const auto a = cache.get("a.py", text(1));
   REQUIRE(a);

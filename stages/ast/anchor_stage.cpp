@@ -55,7 +55,6 @@ nlohmann::json AnchorFacet::to_json() const {
   nlohmann::json j;
   j["path"] = file_->path();
   j["language"] = file_->language().name();
-  j["parse"] = parse_;
   j["cursor"] = {{"byte", a.byte}, {"row", a.point.row}, {"column", a.point.column}};
   j["node"] = {{"type", a.node.type},
                {"start", point_json(a.node.span.start)},
@@ -87,7 +86,8 @@ AnchorStage::AnchorStage(const graph::StageContext& ctx)
       options_{static_cast<std::size_t>(ctx.params.integer("max_identifiers"))},
       ok_(ctx.port("ok")) {
   if (const int64_t mb = ctx.params.integer("cache_mb"); mb > 0) {
-    cache_ = std::make_unique<ParseCache>(static_cast<std::size_t>(mb) << 20);
+    cache_ = std::make_unique<ParseCache>(static_cast<std::size_t>(mb) << 20,
+                                          ctx.params.boolean("cache_edits"));
   }
 }
 
@@ -158,7 +158,11 @@ graph::Contract anchor_contract() {
                         "nearest distinct identifiers to keep (0: all in the enclosing function)"),
       graph::P::integer("cache_mb", 64, 0, 1 << 20,
                         "MiB of parsed files kept between requests, keyed by path and content "
-                        "(same text: tree reused; changed text: incremental re-parse); 0: none"),
+                        "(same text: tree reused); 0: none"),
+      graph::P::boolean("cache_edits", false,
+                        "re-parse a changed text for a cached path incrementally from its last "
+                        "version (faster while editing; tree-sitter's incremental tree is not "
+                        "always a fresh parse's, so a result may then depend on earlier tasks)"),
   };
   return c;
 }

@@ -8,10 +8,11 @@
 //
 // Parse cache (parse_cache.h): the stage keeps parsed files between requests, keyed by path
 // and content hash, LRU-bounded to `cache_mb` MiB (0: none, every request parses afresh). The
-// same text again reuses the tree; another text for a cached path is parsed incrementally
-// from the path's last version (ts_tree_edit with the changed span, then a re-parse). One
-// cache per stage instance, shared by the requests it processes concurrently, kept for the
-// run (a `vsynth serve` session, a batch).
+// same text again reuses the tree; with `cache_edits: true`, another text for a cached path is
+// parsed incrementally from the path's last version (ts_tree_edit with the changed span, then
+// a re-parse): faster in an editor session, but the tree may then differ from a fresh parse's
+// (parse_cache.h), so it is off by default. One cache per stage instance, shared by the
+// requests it processes concurrently, kept for the run (a `vsynth serve` session, a batch).
 //
 // Task fields (JSON pointers, each a parameter):
 //   /path      the file's name; its extension picks the language (.py, .c/.h, .cc/.cpp/.hpp/
@@ -44,7 +45,8 @@ class AnchorFacet : public graph::Facet {
  public:
   static constexpr std::string_view kName = "anchor";
   // `parse`: how the file was obtained: "parsed" (no cache), or a ParseCache outcome ("hit",
-  // "edit", "miss").
+  // "edit", "miss"). Not in the record: it depends on what other tasks parsed before (the
+  // cache's stats count it), and a result must be a function of its task.
   AnchorFacet(std::shared_ptr<const ParsedFile> file, Anchor anchor,
               std::string_view parse = "parsed")
       : file_(std::move(file)), anchor_(std::move(anchor)), parse_(parse) {}
@@ -54,7 +56,7 @@ class AnchorFacet : public graph::Facet {
   const Anchor& anchor() const { return anchor_; }
   std::string_view parse() const { return parse_; }
 
-  // path, language, parse, cursor, node, function, class, module, scopes, imports,
+  // path, language, cursor, node, function, class, module, scopes, imports,
   // identifiers, syntax_errors; positions as {"row", "column"}, 0-based, columns in bytes.
   nlohmann::json to_json() const override;
 

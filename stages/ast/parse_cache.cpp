@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <utility>
 
 namespace vsynth::stages::ast {
@@ -54,16 +55,13 @@ ParseCache::Result ParseCache::parse(const std::string& path, const Language& la
   {
     std::lock_guard lock(mu_);
     if (auto it = by_key_.find(key); it != by_key_.end() && it->second->file->source() == source) {
-      lru_.splice(lru_.begin(), lru_, it->second);
+      touch_locked(it->second);
       ++stats_.hits;
       return {it->second->file, Outcome::Hit};
     }
     // The most recently used version of this file, if any, is the base of an edit.
-    for (const Entry& e : lru_) {
-      if (e.file_key == file_key) {
-        base = e.file;
-        break;
-      }
+    if (auto it = by_file_.find(file_key); edits_ && it != by_file_.end()) {
+      base = it->second->file;
     }
   }
 
@@ -79,7 +77,7 @@ ParseCache::Result ParseCache::parse(const std::string& path, const Language& la
   ++(result.outcome == Outcome::Edit ? stats_.edits : stats_.misses);
   if (auto it = by_key_.find(key); it != by_key_.end() && it->second->file->source() == source) {
     // Another request parsed the same text meanwhile: share the first one's tree.
-    lru_.splice(lru_.begin(), lru_, it->second);
+    touch_locked(it->second);
     result.file = it->second->file;
     return result;
   }
@@ -87,24 +85,34 @@ ParseCache::Result ParseCache::parse(const std::string& path, const Language& la
   return result;
 }
 
+void ParseCache::touch_locked(Lru::iterator it) {
+  lru_.splice(lru_.begin(), lru_, it);
+  by_file_[it->file_key] = it;
+}
+
+void ParseCache::erase_locked(Lru::iterator it) {
+  stats_.bytes -= it->bytes;
+  retire(std::move(it->file));  // its tree is released off this lock and this request
+  by_key_.erase(it->key);
+  // Only the file's most recent version is pointed to; an older one leaves it as it is.
+  if (auto f = by_file_.find(it->file_key); f != by_file_.end() && f->second == it) {
+    by_file_.erase(f);
+  }
+  lru_.erase(it);
+}
+
 void ParseCache::insert_locked(Entry entry) {
   if (entry.bytes > max_bytes_) return;  // larger than the whole cache: not kept
   if (auto it = by_key_.find(entry.key); it != by_key_.end()) {
     // A hash collision (another text under the same key): the newer text wins.
-    stats_.bytes -= it->second->bytes;
-    retire(std::move(it->second->file));
-    lru_.erase(it->second);
-    by_key_.erase(it);
+    erase_locked(it->second);
   }
   stats_.bytes += entry.bytes;
   lru_.push_front(std::move(entry));
   by_key_[lru_.front().key] = lru_.begin();
+  by_file_[lru_.front().file_key] = lru_.begin();
   while (stats_.bytes > max_bytes_ && !lru_.empty()) {
-    Entry& victim = lru_.back();
-    stats_.bytes -= victim.bytes;
-    retire(std::move(victim.file));  // its tree is released off this lock and this request
-    by_key_.erase(victim.key);
-    lru_.pop_back();
+    erase_locked(std::prev(lru_.end()));
     ++stats_.evictions;
   }
   stats_.entries = lru_.size();

@@ -4,7 +4,7 @@
 
 #include "stages/context/extract.h"
 #include "stages/context/normalize.h"
-#include "stages/context/prune.h"
+#include "stages/context/value.h"
 
 namespace vsynth::stages::context {
 
@@ -20,20 +20,25 @@ bool matters(const Unit& u) {
 }  // namespace
 
 uint32_t remove_duplicates(CandidatesFacet& c, const DedupOptions& options) {
+  // --- the fingerprints of the units that can matter ---
   std::vector<uint32_t> pool;
   std::vector<std::vector<uint64_t>> sets(c.units.size());
+  std::vector<uint64_t> own;  // a cursor-file unit's tokens: dedup's own, the unit is unchanged
   for (std::size_t i = 0; i < c.units.size(); ++i) {
-    Unit& u = c.units[i];
+    const Unit& u = c.units[i];
     if (!matters(u)) continue;
+    const std::vector<uint64_t>* tokens = &u.normalized;  // copied units carry theirs (deps)
     if (u.normalized.empty() && u.file == 0 && c.file && u.node_end > u.node_start) {
-      u.normalized = normalized_tokens(*c.file, unit_node(*c.file, u));
+      own = normalized_tokens(*c.file, unit_node(*c.file, u));
+      tokens = &own;
     }
-    if (u.normalized.size() < options.min_tokens) continue;
-    sets[i] = shingles(u.normalized, options.shingle_size);
+    if (tokens->size() < options.min_tokens) continue;
+    sets[i] = shingles(*tokens, options.shingle_size);
     pool.push_back(static_cast<uint32_t>(i));
   }
-  // Most valuable first: a unit is only ever removed in favour of one already kept.
-  const PruneWeights weights;
+  // --- most valuable first (value.h, default weights): a unit is only ever removed in favour
+  // of one already kept ---
+  const ValueWeights weights;
   auto worth = [&](uint32_t i) {
     const Unit& u = c.units[i];
     if (u.reasons.focus) return 1e18;
@@ -45,6 +50,7 @@ uint32_t remove_duplicates(CandidatesFacet& c, const DedupOptions& options) {
     if (c.units[a].file != c.units[b].file) return c.units[a].file < c.units[b].file;
     return a < b;
   });
+  // --- each against those kept before it ---
   std::vector<uint32_t> kept;
   uint32_t removed = 0;
   for (uint32_t i : pool) {

@@ -3,9 +3,10 @@
 // say the same thing twice; the one worth less to the prompt is marked removed, so the budget
 // goes to something new. The focus and the containers around it are never removed.
 //
-// Which one stays: the focus side; else the higher full-form value under the default prune
-// weights (an in-file reference beats a two-hop dependency, a near one beats a far one);
-// else the cursor's file, then the earlier unit.
+// Which one stays: the focus side; else the higher full + signature value under the default
+// weights of the value model (value.h, which context.prune reads too: an in-file reference
+// beats a two-hop dependency, a near one beats a far one); else the cursor's file, then the
+// earlier unit. Dedup only marks units removed; it adds nothing to the candidates.
 //
 // Only units that can matter are compared (those with a reason beyond being near the cursor,
 // and not containers), each pair only when their sizes allow the threshold

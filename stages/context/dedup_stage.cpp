@@ -11,7 +11,8 @@ DedupStage::DedupStage(const graph::StageContext& ctx)
       ok_(ctx.port("ok")) {}
 
 graph::Port DedupStage::process(graph::Item& item) {
-  remove_duplicates(ensure_candidates(item), options_);
+  // Built by a stage before this one (the contract requires them): dedup only marks.
+  remove_duplicates(item.get<CandidatesFacet>(), options_);
   return ok_;
 }
 
@@ -22,7 +23,7 @@ graph::Contract dedup_contract() {
       "Removes near-duplicate candidate units (Jaccard of AST-normalised token shingles, "
       "call receivers stripped)";
   c.concurrency = graph::Concurrency::unlimited();
-  c.requires_facets = {"anchor"};
+  c.requires_facets = {"context_units"};
   c.provides_facets = {"context_units"};
   c.ports = {{"ok", "duplicates marked removed", false}};
   c.params = {

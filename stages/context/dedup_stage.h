@@ -4,8 +4,9 @@
 //   stages:
 //     dedup: { use: context.dedup, with: { threshold: 0.85, shingle_size: 4, min_tokens: 12 } }
 //
-// Requires: `anchor`. Provides: `context_units` (candidates.h; built with defaults when absent;
-// duplicates marked removed and listed in the facet's JSON). Ports: `ok`.
+// Requires: `context_units` (the candidates context.summarize or context.deps built: dedup
+// never builds them). Provides: `context_units` (duplicates marked removed and listed in the
+// facet's JSON). Ports: `ok`.
 #pragma once
 
 #include "graph/stage.h"

@@ -1,12 +1,15 @@
 #include "stages/context/deps.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "stages/context/extract.h"
 #include "stages/context/normalize.h"
 #include "stages/context/references.h"
+#include "stages/context/ts_util.h"
 
 namespace vsynth::stages::context {
 
@@ -40,6 +43,15 @@ class Expander {
   int32_t copy(const ProjectIndex::File& f, uint32_t unit);
   uint32_t file_slot(const ProjectIndex::File& f);
   int32_t in_file_candidate(const Unit& u) const;
+  // Python `self.a.b.fetch(`: the definition of `name` reached through an attribute chain
+  // rooted at `self` in the focus (nearest the cursor first): the type of each link is what
+  // the class that owns it assigns to it (`self.a = Alpha(...)`, `self.a: Alpha = ...`, a
+  // class-level `a: Alpha`), resolved from that class's file; `name` is then a member of the
+  // last class. Empty when the focus has no such chain or a link's type is not found.
+  std::vector<ProjectIndex::Ref> chained(std::string_view name) const;
+  // The class a member `attr` of class `cls` holds (see chained()).
+  std::optional<ProjectIndex::Ref> attribute_type(const ProjectIndex::Ref& cls,
+                                                  std::string_view attr) const;
 
   CandidatesFacet& c_;
   const ProjectIndex& index_;
@@ -111,6 +123,87 @@ int32_t Expander::copy(const ProjectIndex::File& f, uint32_t unit) {
   return index;
 }
 
+std::optional<ProjectIndex::Ref> Expander::attribute_type(const ProjectIndex::Ref& cls,
+                                                          std::string_view attr) const {
+  const ast::ParsedFile& file = *cls.file->parsed;
+  std::string_view type_name;
+  walk(unit_node(file, cls.file->units[cls.unit]), [&](TSNode n) {
+    if (!type_name.empty()) return false;
+    if (type_of(n) != "assignment") return true;
+    const TSNode left = field(n, "left");
+    const bool self_attr = type_of(left) == "attribute" &&
+                           file.text(field(left, "object")) == "self" &&
+                           file.text(field(left, "attribute")) == attr;
+    const bool class_attr = type_of(left) == "identifier" && file.text(left) == attr;
+    if (!self_attr && !class_attr) return true;
+    TSNode t = field(n, "type");
+    if (ts_node_is_null(t)) {
+      const TSNode right = field(n, "right");
+      if (type_of(right) == "call") t = field(right, "function");
+    }
+    if (!ts_node_is_null(t) && type_of(t) == "type" && ts_node_named_child_count(t) == 1) {
+      t = ts_node_named_child(t, 0);
+    }
+    if (type_of(t) == "attribute") t = field(t, "attribute");  // mod.Alpha()
+    if (type_of(t) == "identifier") type_name = file.text(t);
+    return false;
+  });
+  if (type_name.empty()) return std::nullopt;
+  for (const ProjectIndex::Ref& r : index_.resolve(type_name, cls.file, o_.max_ambiguity)) {
+    if (r.file->units[r.unit].kind == UnitKind::Class) return r;
+  }
+  return std::nullopt;
+}
+
+std::vector<ProjectIndex::Ref> Expander::chained(std::string_view name) const {
+  if (c_.file->language().name() != "python") return {};
+  const Unit& focus = c_.units[static_cast<std::size_t>(c_.focus)];
+  // The links of every chain self.l1...ln.name in the focus, nearest the cursor first.
+  std::vector<std::pair<uint32_t, std::vector<std::string_view>>> chains;
+  walk(unit_node(*c_.file, focus), [&](TSNode n) {
+    if (type_of(n) != "attribute" || c_.file->text(field(n, "attribute")) != name) return true;
+    std::vector<std::string_view> links;
+    TSNode obj = field(n, "object");
+    while (type_of(obj) == "attribute") {
+      links.insert(links.begin(), c_.file->text(field(obj, "attribute")));
+      obj = field(obj, "object");
+    }
+    if (!links.empty() && type_of(obj) == "identifier" && c_.file->text(obj) == "self") {
+      const uint32_t s = ts_node_start_byte(n), e = ts_node_end_byte(n);
+      const uint32_t at = c_.cursor_byte;
+      chains.emplace_back(at < s ? s - at : at > e ? at - e : 0, std::move(links));
+    }
+    return true;
+  });
+  std::stable_sort(chains.begin(), chains.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (chains.empty() || !self_) return {};
+  // The class around the focus, as the index holds the cursor's file: the innermost one.
+  std::optional<ProjectIndex::Ref> owner;
+  for (uint32_t i = 0; i < self_->units.size(); ++i) {
+    const Unit& u = self_->units[i];
+    if (u.kind == UnitKind::Class && u.container && u.first_row <= focus.first_row &&
+        focus.first_row <= u.end_row) {
+      owner = ProjectIndex::Ref{self_, i};
+    }
+  }
+  if (!owner) return {};
+  for (const auto& [distance, links] : chains) {
+    std::optional<ProjectIndex::Ref> cls = owner;
+    for (std::string_view link : links) {
+      if (cls) cls = attribute_type(*cls, link);
+    }
+    if (!cls) continue;
+    for (uint32_t i = 0; i < cls->file->units.size(); ++i) {
+      const Unit& u = cls->file->units[i];
+      if (u.parent == static_cast<int32_t>(cls->unit) && simple(u.name) == name) {
+        return {ProjectIndex::Ref{cls->file, i}};
+      }
+    }
+  }
+  return {};
+}
+
 DepsStats Expander::run() {
   if (!self_ || c_.focus < 0 || !c_.file) return stats_;
   const Unit& focus = c_.units[static_cast<std::size_t>(c_.focus)];
@@ -125,7 +218,9 @@ DepsStats Expander::run() {
   for (const NameUse& use : uses) {
     if (use.name == own) continue;
     bool any = false;
-    for (const ProjectIndex::Ref& ref : index_.resolve(use.name, self_, o_.max_ambiguity)) {
+    std::vector<ProjectIndex::Ref> refs = chained(use.name);
+    if (refs.empty()) refs = index_.resolve(use.name, self_, o_.max_ambiguity);
+    for (const ProjectIndex::Ref& ref : refs) {
       if (reach(ref, 1, rank, "")) {
         any = true;
         reached_.back().at_cursor = use.distance == 0;

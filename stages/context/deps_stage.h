@@ -1,32 +1,32 @@
-// context.deps: a project-level dependency graph across files (project_index.h), kept by the
-// stage between tasks and updated incrementally, and the definitions within two hops of the
-// cursor's function added to the candidates (deps.h).
+// context.deps: the definitions within two hops of the cursor's function,
+// across the task's files (deps.h), added to the candidates. Each task resolves
+// against an index of its own files and its cursor's file (project_index.h),
+// built for it alone: what another task sends, before it or at the same time,
+// never changes its result.
 //
 //   stages:
 //     deps: { use: context.deps, with: { hops: 2, max_per_hop: 24 } }
 //
-// Task fields (JSON pointers, each a parameter):
-//   /files    other files of the project: [{"path": "src/a.py", "source": "..."}]. A file
-//             sent once stays indexed for later tasks of the same project, so a task may list
-//             only the files that changed; an unchanged text costs one comparison, a changed
-//             one an incremental re-parse. Optional.
-//   /project  a name keeping projects apart (default: one project for the whole run).
-// Tasks of one run are processed concurrently (one lock per project): a task that relies on
-// files another task sends must come in a later run (or every stage up to this one run with
-// `concurrency: serial`); sending the files with every task that needs them always works.
-// The task's own file (anchor facet) is indexed too, incrementally.
+// Task field (a JSON pointer parameter):
+//   /files    the project's other files the task can see: [{"path": "src/a.py",
+//   "source":
+//             "..."}]. Optional. A file sent by several tasks with the same
+//             text is parsed and extracted once (a shared cache of `cache_mb`
+//             MiB, file_cache.h); a cache only, so every task must send every
+//             file it relies on. A path listed twice: the later text wins; the
+//             cursor's own path: the task's own text (anchor facet) wins.
+// The task's own file (anchor facet) is indexed as it was parsed and extracted,
+// never again.
 //
 // Requires: `anchor`. Provides: `candidates`. Ports: `ok`.
 #pragma once
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <string>
 
 #include "graph/stage.h"
 #include "stages/context/deps.h"
+#include "stages/context/file_cache.h"
 #include "stages/context/project_index.h"
 
 namespace vsynth::stages::context {
@@ -35,20 +35,18 @@ class DepsStage : public graph::SyncStage {
  public:
   explicit DepsStage(const graph::StageContext& ctx);
   graph::Port process(graph::Item& item) override;
+  const FileUnitsCache& cache() const { return cache_; }
 
  private:
-  struct Project {
-    std::mutex mu;
-    ProjectIndex index;
-  };
-  Project& project(const std::string& name);
+  // The index view of this task: its `files` (through the cache) and its
+  // cursor's file.
+  void index_task_files(const graph::Item& item, const CandidatesFacet& c, ProjectIndex& index);
 
-  nlohmann::json::json_pointer files_, project_;
+  nlohmann::json::json_pointer files_;
   DepsOptions options_;
   uint32_t max_files_;
   graph::Port ok_;
-  std::mutex mu_;  // guards projects_ (the map, not the indexes)
-  std::map<std::string, std::unique_ptr<Project>> projects_;
+  FileUnitsCache cache_;  // shared by every task; locks itself
 };
 
 graph::Contract deps_contract();

@@ -1,5 +1,7 @@
 #include "stages/context/extract.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -70,7 +72,30 @@ bool error_before(TSTreeCursor* cursor, TSNode def, TSNode body) {
 struct Context {
   bool in_class = false;
   std::string_view class_name;
+  bool module = false;  // at a module's top level (or in a branch of a module-level if / try)
 };
+
+// Python compound statements whose branches a module opens into containers (add_branches).
+bool is_python_branching(std::string_view t) {
+  return t == "if_statement" || t == "try_statement";
+}
+
+bool is_python_clause(std::string_view t) {
+  return is_any(
+      t, {"elif_clause", "else_clause", "except_clause", "except_group_clause", "finally_clause"});
+}
+
+// The block of a branching statement's own first branch or of one of its clauses.
+TSNode branch_block(TSNode n) {
+  TSNode b = field(n, "consequence");
+  if (ts_node_is_null(b)) b = field(n, "body");
+  if (!ts_node_is_null(b)) return b;
+  for (uint32_t i = 0, k = ts_node_named_child_count(n); i < k; ++i) {
+    const TSNode c = ts_node_named_child(n, i);
+    if (type_of(c) == "block") return c;
+  }
+  return TSNode{};
+}
 
 struct Classified {
   UnitKind kind = UnitKind::Statement;
@@ -120,6 +145,17 @@ class Extractor {
   std::optional<TSNode> last_member(TSNode holder) const;
   int32_t add_unit(TSNode node, uint32_t first_row, int32_t parent, const Context& ctx,
                    int64_t& covered);
+  // A Python module-level `if` / `try` whose branches define functions or classes (a
+  // fallback definition, `if TYPE_CHECKING:`): one container per branch, the statement's own
+  // first, then each clause (elif, else, except, finally) after it at the same level, whose
+  // members are the branch's statements; so a definition in a branch is a unit, a candidate
+  // and a name the index keeps, as one at the top level is. -1 (nothing added) when no branch
+  // defines anything or a branch's block starts on its header's row.
+  int32_t add_branches(TSNode node, uint32_t first_row, int32_t parent, const Context& ctx,
+                       int64_t& covered);
+  bool branches_define(TSNode node) const;
+  int32_t add_branch(TSNode node, TSNode block, uint32_t first_row, int32_t parent,
+                     const Context& ctx, int64_t& covered);
   void extend(int32_t index, uint32_t last_row, uint32_t node_end);
 
   const ParsedFile& file_;
@@ -451,6 +487,14 @@ int32_t Extractor::add_unit(TSNode node, uint32_t first_row, int32_t parent, con
     case UnitKind::Method:
     case UnitKind::Constructor:
       sig = function_signature(file_, node, k.def, u.indent, doc_line());
+      if (sig.empty() && first_row < node_row) {
+        // A prototype (no body: a C/C++ declaration, an interface or abstract method) under a
+        // comment block: its own rows under the first doc line, so that a long comment does
+        // not leave it only its name form when the declaration would fit.
+        const std::string doc = doc_line();
+        if (!doc.empty()) sig = fmt::format("{}{} {}\n", u.indent, style_.doc_prefix, doc);
+        sig += rows_text(file_, node_row, node_last);
+      }
       break;
     case UnitKind::Global:
     case UnitKind::Field:
@@ -470,6 +514,82 @@ int32_t Extractor::add_unit(TSNode node, uint32_t first_row, int32_t parent, con
   units_.push_back(u);
   covered = node_last;
   return index;
+}
+
+bool Extractor::branches_define(TSNode node) const {
+  std::vector<TSNode> branches{node};
+  for (uint32_t i = 0, k = ts_node_named_child_count(node); i < k; ++i) {
+    const TSNode c = ts_node_named_child(node, i);
+    if (is_python_clause(type_of(c))) branches.push_back(c);
+  }
+  for (TSNode b : branches) {
+    const TSNode block = branch_block(b);
+    if (ts_node_is_null(block)) return false;
+    const std::optional<TSNode> first = first_member(block, false);
+    if (!first || start_row(*first) <= start_row(b)) return false;  // `if x: def f(): ...`
+  }
+  for (TSNode b : branches) {
+    const TSNode block = branch_block(b);
+    for (uint32_t i = 0, k = ts_node_named_child_count(block); i < k; ++i) {
+      const TSNode c = ts_node_named_child(block, i);
+      const std::string_view t = type_of(c);
+      if (is_any(t, {"function_definition", "class_definition", "decorated_definition"}) ||
+          (is_python_branching(t) && branches_define(c))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+int32_t Extractor::add_branch(TSNode node, TSNode block, uint32_t first_row, int32_t parent,
+                              const Context& ctx, int64_t& covered) {
+  const uint32_t body_row = start_row(*first_member(block, false));
+  Unit u;
+  u.kind = UnitKind::Namespace;
+  u.file = file_index_;
+  u.first_row = first_row;
+  u.row_byte = row_start(first_row);
+  // The branch's own bytes: the header through its block (an `if`'s clauses are units of
+  // their own), so that a cursor in the else branch is not inside the if branch.
+  u.node_start = ts_node_start_byte(node);
+  u.node_end = ts_node_end_byte(block);
+  u.parent = parent;
+  u.indent = indent_of(start_row(node));
+  u.container = true;
+  u.last_row = body_row - 1;
+  u.full = rows_text(file_, first_row, u.last_row);
+  // Named by its header ("if sys.version_info >= (3, 8)", "except ImportError"); the header
+  // rows are short, so it has no signature or name form of its own.
+  std::string_view header = trim(rows_text(file_, start_row(node), start_row(node)));
+  if (!header.empty() && header.back() == ':') header.remove_suffix(1);
+  u.name = header;
+  const auto index = static_cast<int32_t>(units_.size());
+  units_.push_back(u);
+  const int64_t end = members(block, index, u.last_row, ctx);
+  Unit& c = units_[static_cast<std::size_t>(index)];
+  c.end_row = static_cast<uint32_t>(std::max<int64_t>(end, c.last_row));
+  covered = c.end_row;
+  return index;
+}
+
+int32_t Extractor::add_branches(TSNode node, uint32_t first_row, int32_t parent, const Context& ctx,
+                                int64_t& covered) {
+  if (!branches_define(node)) return -1;
+  const int32_t first = add_branch(node, branch_block(node), first_row, parent, ctx, covered);
+  for (uint32_t i = 0, k = ts_node_named_child_count(node); i < k; ++i) {
+    const TSNode clause = ts_node_named_child(node, i);
+    if (!is_python_clause(type_of(clause))) continue;
+    const uint32_t row = start_row(clause);
+    const int64_t gap_first = covered + 1, gap_last = static_cast<int64_t>(row) - 1;
+    const uint32_t blank = gap_last < gap_first ? 0
+                           : blank_rows(gap_first, gap_last)
+                               ? static_cast<uint32_t>(gap_last - gap_first + 1)
+                               : UINT32_MAX;
+    const int32_t index = add_branch(clause, branch_block(clause), row, parent, ctx, covered);
+    units_[static_cast<std::size_t>(index)].blank_before = blank;
+  }
+  return first;
 }
 
 int64_t Extractor::members(TSNode holder, int32_t parent, int64_t covered, const Context& ctx) {
@@ -524,7 +644,11 @@ int64_t Extractor::members(TSNode holder, int32_t parent, int64_t covered, const
                               ? static_cast<int32_t>(gap_last - gap_first + 1)
                               : -1;
     int64_t unit_end = covered;
-    const int32_t index = add_unit(c, first, parent, ctx, unit_end);
+    int32_t index = -1;
+    if (ctx.module && lang_.name() == "python" && is_python_branching(type_of(c))) {
+      index = add_branches(c, first, parent, ctx, unit_end);
+    }
+    if (index < 0) index = add_unit(c, first, parent, ctx, unit_end);
     units_[static_cast<std::size_t>(index)].blank_before = blank < 0 ? UINT32_MAX : blank;
     covered = unit_end;
     last_sibling = index;
@@ -711,7 +835,7 @@ std::vector<Unit> extract_units(const ast::ParsedFile& file, uint32_t file_index
   std::vector<Unit> units;
   units.reserve(64);
   Extractor x(file, file_index, arena, options, units);
-  x.members(file.root(), -1, -1, Context{});
+  x.members(file.root(), -1, -1, Context{false, {}, true});
   return units;
 }
 

@@ -21,16 +21,47 @@ std::string_view simple(std::string_view name) {
   return p == std::string_view::npos ? name : name.substr(p + 1);
 }
 
+bool is_word(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+std::string_view base_name(std::string_view path) {
+  const std::size_t slash = path.find_last_of('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// The name other files import it by: the file name without extension, or for a Python
+// package's __init__.py the package's (its directory's) name.
 std::string stem_of(std::string_view path) {
-  std::size_t slash = path.find_last_of('/');
-  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  std::string_view base = base_name(path);
   const std::size_t dot = base.find('.');
-  return std::string(dot == std::string_view::npos ? base : base.substr(0, dot));
+  base = dot == std::string_view::npos ? base : base.substr(0, dot);
+  if (base == "__init__" && path.size() > base_name(path).size()) {
+    return stem_of(path.substr(0, path.size() - base_name(path).size() - 1));
+  }
+  return std::string(base);
+}
+
+// Test code (a tests/ or test/ directory, test_*.py, *_test.go, conftest.py...): no other code
+// imports it, so its module globals and helpers are never what non-test code means by a name.
+bool is_test_path(std::string_view path) {
+  for (std::size_t p = 0; p < path.size();) {
+    const std::size_t slash = path.find('/', p);
+    const std::string_view part =
+        path.substr(p, slash == std::string_view::npos ? std::string_view::npos : slash - p);
+    if (slash == std::string_view::npos) {
+      const std::string_view stem = part.substr(0, part.find('.'));
+      return stem.rfind("test_", 0) == 0 || stem == "conftest" ||
+             (stem.size() > 5 && stem.substr(stem.size() - 5) == "_test");
+    }
+    if (part == "test" || part == "tests") return true;
+    p = slash + 1;
+  }
+  return false;
 }
 
 bool mentions_word(std::string_view text, std::string_view word) {
   if (word.empty()) return false;
-  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (std::size_t p = text.find(word); p != std::string_view::npos; p = text.find(word, p + 1)) {
     const bool left = p == 0 || !is_word(text[p - 1]);
     const bool right = p + word.size() >= text.size() || !is_word(text[p + word.size()]);
@@ -118,8 +149,10 @@ bool ProjectIndex::adopt(const std::string& path, std::shared_ptr<const ast::Par
   auto f = std::make_unique<File>();
   f->path = path;
   f->stem = stem_of(path);
+  f->test = is_test_path(path);
   f->parsed = std::move(parsed);
   File& ref = *f;
+  stems_[ref.stem].push_back(&ref);
   files_[path] = std::move(f);
   index(ref, std::move(units));
   return true;
@@ -130,6 +163,9 @@ void ProjectIndex::remove(const std::string& path) {
   if (it == files_.end()) return;
   unindex(*it->second);
   ast::retire(std::move(it->second->parsed));
+  auto& same = stems_[it->second->stem];
+  same.erase(std::find(same.begin(), same.end(), it->second.get()));
+  if (same.empty()) stems_.erase(it->second->stem);
   files_.erase(it);
 }
 
@@ -175,6 +211,45 @@ void ProjectIndex::index(File& f, std::shared_ptr<const FileUnits> units) {
   }
 }
 
+void ProjectIndex::resolve_imported(std::string_view name, const File& from,
+                                    const std::vector<Ref>& all, int depth,
+                                    std::vector<const File*>& visited,
+                                    std::vector<Ref>& out) const {
+  visited.push_back(&from);
+  for (const Ref& r : all) {
+    if (mentions_word(from.imports, r.file->stem)) out.push_back(r);
+  }
+  if (!out.empty() || depth == 0) return;
+  // The files `from` imports: those whose stem is a word of its import statements, in the
+  // order of those words.
+  std::vector<const File*> imported;
+  const std::string_view text = from.imports;
+  for (std::size_t p = 0; p < text.size();) {
+    if (!is_word(text[p])) {
+      ++p;
+      continue;
+    }
+    std::size_t e = p;
+    while (e < text.size() && is_word(text[e])) ++e;
+    if (auto it = stems_.find(std::string(text.substr(p, e - p))); it != stems_.end()) {
+      for (const File* f : it->second) {
+        if (f != &from && std::find(imported.begin(), imported.end(), f) == imported.end()) {
+          imported.push_back(f);
+        }
+      }
+    }
+    p = e;
+  }
+  // Re-exports: an imported file that imports the name itself (a package's __init__.py with
+  // `from ._impl import build`) leads on to where it comes from.
+  for (const File* f : imported) {
+    if (std::find(visited.begin(), visited.end(), f) != visited.end()) continue;
+    if (!mentions_word(f->imports, name)) continue;
+    resolve_imported(name, *f, all, depth - 1, visited, out);
+    if (!out.empty()) return;
+  }
+}
+
 std::vector<ProjectIndex::Ref> ProjectIndex::resolve(std::string_view name, const File* from,
                                                      uint32_t max_ambiguity) const {
   std::vector<Ref> out;
@@ -186,12 +261,16 @@ std::vector<ProjectIndex::Ref> ProjectIndex::resolve(std::string_view name, cons
   }
   if (!out.empty()) return out;
   if (from) {
-    for (const Ref& r : all) {
-      if (mentions_word(from->imports, r.file->stem)) out.push_back(r);
-    }
+    std::vector<const File*> visited;
+    resolve_imported(name, *from, all, kMaxReexportHops, visited, out);
     if (!out.empty()) return out;
   }
-  if (all.size() <= max_ambiguity) out = all;
+  // By name alone: test files only from test files.
+  const bool from_test = from && from->test;
+  for (const Ref& r : all) {
+    if (!r.file->test || from_test) out.push_back(r);
+  }
+  if (out.size() > max_ambiguity) out.clear();
   return out;
 }
 

@@ -10,11 +10,18 @@
 // re-extracted, or taken as they are when the caller extracted them already (the cursor's
 // file from the candidates facet); only its own entries in the name index change. Superseded
 // versions are freed on ast's reclaimer thread (stages/ast/reclaim.h), off the request path.
+// An incremental re-parse may give another tree than a fresh parse (ast/parse_cache.h), so an
+// index updated in place depends on the versions it saw: context.deps builds one per task from
+// FileUnitsCache (file_cache.h), which never re-parses incrementally.
 //
 // Name resolution, from a file F: definitions of the name in F itself; else those in files F
-// imports (a file whose stem, "core" for src/click/core.py, appears as a word in F's import
-// statements); else, when the name is defined in at most `max_ambiguity` places in the
-// project, all of them; else none (a name like `get` defined 40 times says nothing).
+// imports (a file whose stem, "core" for src/click/core.py and "pkg" for pkg/__init__.py,
+// appears as a word in F's import statements); else, through re-exports, those in the files
+// an imported file imports when its own imports name it (`from pkg import build` where
+// pkg/__init__.py has `from ._impl import build`: pkg/_impl.py), up to kMaxReexportHops files
+// deep; else, when the name is defined in at most `max_ambiguity` places in the project (test
+// files counted only from a test file: no code imports them), all of them; else none (a name
+// like `get` defined 40 times says nothing).
 //
 // Not thread-safe: the caller locks (context.deps holds one lock per project).
 #pragma once
@@ -38,7 +45,8 @@ class ProjectIndex {
  public:
   struct File {
     std::string path;
-    std::string stem;  // file name without extension
+    std::string stem;   // the name it is imported by: file name without extension, or package
+    bool test = false;  // test code (tests/, test_*.py, *_test.go, conftest.py)
     // Kept for incremental re-parses; immutable, so it may be the very file ast.anchor parsed.
     std::shared_ptr<const ast::ParsedFile> parsed;
     // Its units (default ExtractOptions) with the storage of their texts; may be the very
@@ -72,6 +80,9 @@ class ProjectIndex {
 
   // Definitions of `name` as seen from `from` (see above).
   std::vector<Ref> resolve(std::string_view name, const File* from, uint32_t max_ambiguity) const;
+  // How many re-exporting files resolve() follows in a chain (pkg/__init__.py ->
+  // pkg/sub/__init__.py -> pkg/sub/_impl.py is two).
+  static constexpr int kMaxReexportHops = 3;
 
   // The distinct names a unit's code uses (identifiers, nearest-first order not kept).
   std::vector<std::string_view> names_used_by(const File& file, uint32_t unit) const;
@@ -84,11 +95,16 @@ class ProjectIndex {
   bool adopt(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed,
              std::shared_ptr<const FileUnits> units);
   void unindex(File& f);
+  // resolve()'s second step: the definitions among `all` in the files `from` imports, else
+  // (depth > 0) through the ones that re-export the name.
+  void resolve_imported(std::string_view name, const File& from, const std::vector<Ref>& all,
+                        int depth, std::vector<const File*>& visited, std::vector<Ref>& out) const;
   // Indexes f.parsed, from `units` when they are its default extraction, else extracting it.
   void index(File& f, std::shared_ptr<const FileUnits> units);
 
   std::unordered_map<std::string, std::unique_ptr<File>> files_;
   std::unordered_map<std::string, std::vector<Ref>> names_;
+  std::unordered_map<std::string, std::vector<const File*>> stems_;  // in indexing order
   uint64_t reparses_ = 0, parses_ = 0;
 };
 

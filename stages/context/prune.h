@@ -5,28 +5,21 @@
 //    that alone takes more than `focus_share` of the budget (default 3/4) the focus is opened
 //    (split_unit) into its statements, the one holding the cursor becomes the focus, and so
 //    on down; statements are shown whole or not at all, valued by their distance to the
-//    cursor (stmt: 200 / (1 + rows away / 8)), so what the function uses still fits. Clauses
-//    after a block (else, elif, except...) are statements beside it, so the cursor's branch
-//    does not carry the others; a block left unclosed by the line being typed is opened by
-//    rows; a cursor on the header rows keeps the header as the focus.
-// 2. Every other unit with a reason gets a value per form (see unit_value), in priority order
-//    by default weights:
-//      cursor   the definition of the name at the cursor (in the file or, through
-//               context.deps, another file): the word being typed                  150
-//      class    fields / constructors / type definitions of the enclosing class   100
-//      ref      in-file definitions the focus names, 80 / (1 + rank / 8)
-//      edit     blocks overlapping the edit history, 60 x 0.7^recency
-//      dep      definitions one hop away in other files (context.deps) as ref; two hops 0.4x
-//      import   imports whose names the focus uses 20, others 2
-//      near     other units of the cursor's file within 200 rows, 8 / (1 + rows away / 20)
-//    (a unit with several reasons takes the largest plus a quarter of the next). Forms scale
-//    that: full 1, signature 0.7 (imports 1.05: the trimmed line says as much), name 0.15.
+//    cursor (stmt: 2 x weight_class / (1 + rows away / 8), so 200 / ... by default), so what
+//    the function uses still fits. Clauses after a block (else, elif, except...) are
+//    statements beside it, so the cursor's branch does not carry the others; a block left
+//    unclosed by the line being typed is opened by rows; a cursor on the header rows keeps the
+//    header as the focus.
+// 2. Every other unit with a reason gets a value per form (value.h: by default the word at
+//    the cursor 150, the enclosing class 100, references 80, edits 60, dependencies 70, two
+//    hops 0.4x, imports 20, near 8; full 1, signature 0.7, name 0.15).
 // 3. A multiple-choice knapsack (knapsack.h) picks at most one form per unit within the
 //    budget left, each option charged its form, an elision marker and the containers and file
 //    header it may need (an upper bound, so the choice always fits); then the slack this
-//    leaves is filled greedily by exact cost (best value per token first), and the final text
-//    is counted once. Whatever the counter, the result is within the budget unless the
-//    mandatory statement alone exceeds it (`over_budget`).
+//    leaves is filled greedily by exact cost (best value per token first).
+// 4. The final text is counted once; while a model's tokenizer counts it over the budget, the
+//    shown unit of least value per token is dropped. Whatever the counter, the result is
+//    within the budget unless the mandatory statement alone exceeds it (`over_budget`).
 #pragma once
 
 #include <cstdint>
@@ -37,18 +30,12 @@
 #include "stages/context/candidates.h"
 #include "stages/context/render.h"
 #include "stages/context/token_counter.h"
+#include "stages/context/value.h"
 
 namespace vsynth::stages::context {
 
-struct PruneWeights {
-  double cursor = 150;
-  double class_member = 100;
-  double reference = 80;
-  double edit = 60;
-  double dependency = 70;
-  double import = 20;
-  double near = 8;
-};
+// The value model's weights (value.h), as context.prune's weight_* parameters set them.
+using PruneWeights = ValueWeights;
 
 struct PruneOptions {
   uint32_t budget_tokens = 1024;
@@ -76,9 +63,6 @@ struct PruneResult {
   uint32_t considered = 0;   // units with a value
   std::vector<Shown> shown;  // in candidate order
 };
-
-// The value of showing `unit` in `form` (0: no reason to show it).
-double unit_value(const Unit& unit, Form form, const PruneWeights& w);
 
 // Chooses and renders. May split the focus (appending units to `candidates`); `arena` holds
 // texts made then.

@@ -152,6 +152,66 @@ TEST_CASE("parse cache: least recently used entries are evicted past the byte bo
   CHECK(cache.parse("a.py", py, text(1)).outcome == Outcome::Miss);
 }
 
+TEST_CASE("parse cache: eviction goes in exact least-recently-used order, hits refreshing",
+          "[ast][cache]") {
+  const ast::Language& py = ast::Language::named("python");
+  auto text = [](int i) {
+    return "def g" + std::to_string(i) + "(x):\n    return x - " + std::to_string(i) + "\n";
+  };
+  auto path = [](int i) { return "f" + std::to_string(i) + ".py"; };
+  const std::size_t one = [&] {
+    ast::ParseCache probe(kRoomy);
+    return ast::ParseCache::charge(*probe.parse(path(0), py, text(0)).file);
+  }();
+  ast::ParseCache cache(5 * one + one / 2);  // room for five entries
+  for (int i = 0; i < 5; ++i) cache.parse(path(i), py, text(i));
+  // Use order, least recent first: 1 3 0 4 2.
+  for (int i : {1, 3, 0, 4, 2}) CHECK(cache.parse(path(i), py, text(i)).outcome == Outcome::Hit);
+  // Each new file evicts exactly the least recently used one left: 1, then 3, then 0.
+  for (int k = 0; k < 3; ++k) {
+    INFO("new file " << 5 + k);
+    cache.parse(path(5 + k), py, text(5 + k));
+    CHECK(cache.stats().evictions == static_cast<uint64_t>(k + 1));
+    CHECK(cache.stats().entries == 5);
+  }
+  // Survivors, least recent first: 4 2 5 6 7 (probing them in that order keeps it), and the
+  // evicted ones are gone.
+  for (int i : {4, 2, 5, 6, 7}) CHECK(cache.parse(path(i), py, text(i)).outcome == Outcome::Hit);
+  for (int i : {1, 3, 0}) CHECK(cache.parse(path(i), py, text(i)).outcome == Outcome::Miss);
+  // Those three misses evicted 4, 2 and 5 in turn: 6 7 1 3 0 remain.
+  for (int i : {6, 7, 1, 3, 0}) CHECK(cache.parse(path(i), py, text(i)).outcome == Outcome::Hit);
+  for (int i : {4, 2, 5}) {
+    INFO("file " << i);
+    CHECK(cache.parse(path(i), py, text(i)).outcome == Outcome::Miss);
+  }
+  CHECK(cache.stats().evictions == 9);
+}
+
+TEST_CASE("parse cache: an edit starts from the path's most recently used version",
+          "[ast][cache]") {
+  const ast::Language& py = ast::Language::named("python");
+  const std::string v1 =
+      "def alpha(x):\n    return x + 1\n\n\ndef beta(y):\n    return y * 2\n\n\n"
+      "def gamma(z):\n    return z - 3\n";
+  const std::string v2 = "class Other:\n    field = [1, 2, 3]\n    more = {'a': 1}\n";
+  std::string v3 = v1;  // one character from v1, a rewrite of v2
+  v3.replace(v3.find("+ 1"), 3, "+ 7");
+  ast::ParseCache cache(kRoomy);
+  CHECK(cache.parse("m.py", py, v1).outcome == Outcome::Miss);
+  CHECK(cache.parse("m.py", py, v2).outcome == Outcome::Miss);  // a rewrite: parsed afresh
+  // v2 is the most recent version: v3 from it would be a rewrite (a miss) ...
+  CHECK(cache.parse("m.py", py, v1).outcome == Outcome::Hit);
+  // ... but the hit made v1 the most recent, and v3 is an edit of it.
+  const ast::ParseCache::Result r = cache.parse("m.py", py, v3);
+  CHECK(r.outcome == Outcome::Edit);
+  CHECK(ast::test::dump_tree(r.file->root()) == fresh_dump(*r.file));
+  // Without the hit, the base stays v2: another cache, same texts, v3 is a miss.
+  ast::ParseCache other(kRoomy);
+  other.parse("m.py", py, v1);
+  other.parse("m.py", py, v2);
+  CHECK(other.parse("m.py", py, v3).outcome == Outcome::Miss);
+}
+
 TEST_CASE("parse cache: a file larger than the cache is parsed but not kept", "[ast][cache]") {
   const auto s = ast::test::load_sample("sample.go");
   const ast::Language& go = ast::Language::for_path(s.path);

@@ -49,11 +49,20 @@ const char* kCore = "def core_fn(value: int) -> int:\n    return value + 1\n";
 
 TEST_CASE("context stages are registered with their contracts", "[context][stage]") {
   const graph::Registry reg = vsynth::test::full_registry();
-  for (const char* kind : {"context.summarize", "context.deps", "context.dedup", "context.prune"}) {
+  for (const char* kind : {"context.summarize", "context.deps", "context.prune"}) {
     INFO(kind);
     REQUIRE(reg.find_stage(kind) != nullptr);
     CHECK(reg.find_stage(kind)->contract.requires_facets == std::vector<std::string>{"anchor"});
   }
+  // Dedup only marks candidates a stage before it built: the request's data flows one way.
+  REQUIRE(reg.find_stage("context.dedup") != nullptr);
+  CHECK(reg.find_stage("context.dedup")->contract.requires_facets ==
+        std::vector<std::string>{"context_units"});
+  CHECK_THROWS_WITH(vsynth::test::load_text(
+                        "stages:\n  anchor: { use: ast.anchor }\n"
+                        "  dedup: { use: context.dedup }\nedges:\n  - anchor -> dedup -> out\n",
+                        reg),
+                    Catch::Contains("requires facet `context_units`"));
   const graph::Contract& prune = reg.find_stage("context.prune")->contract;
   CHECK(prune.provides_facets == std::vector<std::string>{"context"});
   CHECK(std::get<int64_t>(*prune.find_param("budget_tokens")->default_value) == 1024);
@@ -75,16 +84,24 @@ TEST_CASE("pipelines/context.yaml: two-hop context across files, edits, within b
       {"files",
        {{{"path", "util.py"}, {"source", kUtil}}, {{"path", "core.py"}, {"source", kCore}}}},
       {"edits", {{{"path", "main.py"}, {"start_line", 5}, {"end_line", 5}}}}};
-  nlohmann::json later = task;  // the same project, only the cursor's file sent again
+  nlohmann::json later = task;  // the same task again, in a later run of the same pipeline
   later["id"] = "t2";
-  later.erase("files");
-  // Two runs of one pipeline: the stages (and context.deps' project index) persist between
-  // them, as they do between the tasks of one long run.
+  nlohmann::json alone = task;  // the cursor's file alone: what t1 sent is not its to see
+  alone["id"] = "t3";
+  alone.erase("files");
+  // Runs of one pipeline: the stages (and context.deps' file cache) persist between them, as
+  // they do between the tasks of one long run; results never depend on that.
   const graph::Registry reg = vsynth::test::full_registry();
   graph::Pipeline p(vsynth::test::load_text(read("pipelines/context.yaml"), reg), reg);
   std::vector<nlohmann::json> records = run(p, {task});
   for (nlohmann::json& r : run(p, {later})) records.push_back(std::move(r));
+  const std::vector<nlohmann::json> without = run(p, {alone});
+  REQUIRE(without.size() == 1);
+  CHECK(without[0]["facets"]["context_units"]["deps"].empty());
+  CHECK(without[0]["facets"]["context"]["text"].get<std::string>().find("util.py") ==
+        std::string::npos);
   REQUIRE(records.size() == 2);
+  CHECK(records[0]["facets"] == records[1]["facets"]);  // the cache's hit gives the same
   for (const nlohmann::json& rec : records) {
     INFO(rec.dump(2));
     REQUIRE(rec["status"] == "prune.ok");

@@ -60,12 +60,13 @@ struct Span {
 
 // How an item left the graph.
 struct Outcome {
-  bool passed = false;     // reached `out` through a port not marked as a failure port
-  std::string status;      // e.g. "tests_passed"; defaults to "<stage>.<port>" when unset
-  std::string stage;       // last stage that handled it
-  std::string port;        // the port it left through (empty for graph-level failures)
-  std::string error;       // exception text, rejection or exhaustion reason
-  bool exhausted = false;  // a back edge had no attempts left (status: the last stage's)
+  bool passed = false;      // reached `out` through a port not marked as a failure port
+  std::string status;       // e.g. "tests_passed"; defaults to "<stage>.<port>" when unset
+  std::string stage;        // last stage that handled it
+  std::string port;         // the port it left through (empty for graph-level failures)
+  std::string error;        // exception text, rejection or exhaustion reason
+  bool exhausted = false;   // a back edge had no attempts left (status: the last stage's)
+  bool unfinished = false;  // cancelled before its next attempt: never written
 };
 
 class Item {

@@ -341,16 +341,22 @@ struct PipelineImpl {
       return native;
     }
     if (e.back_edge) {
-      if (item->attempt_ >= e.max_attempts || control.cancelled()) {
+      if (control.cancelled()) {
+        // Not finished: writing it would make --resume skip a task that never got its
+        // remaining attempts. It still passes the sink node (the sequencer needs every seq).
+        left(stage);
+        item->outcome_.unfinished = true;
+        deliver(item);
+        return false;
+      }
+      if (item->attempt_ >= e.max_attempts) {
         left(stage);
         fail(item, stage_names[stage], ps.name,
-             control.cancelled()
-                 ? std::string("cancelled before the next attempt")
-                 : fmt::format("exhausted: {} attempts used (max_attempts of {}.{} -> {})",
-                               item->attempt_, stage_names[stage], ps.name, stage_names[e.to]),
+             fmt::format("exhausted: {} attempts used (max_attempts of {}.{} -> {})",
+                         item->attempt_, stage_names[stage], ps.name, stage_names[e.to]),
              // A status the last stage gave ("failed", "tests_failed") says more than ours.
              item->outcome_.status.empty() ? std::string("exhausted") : item->outcome_.status,
-             /*exhausted=*/!control.cancelled());
+             /*exhausted=*/true);
         return false;
       }
       snapshot_attempt(*item, stage_names[stage], ps.name);
@@ -407,6 +413,11 @@ struct PipelineImpl {
 
   // Serial: the only writer of `result` while the graph runs.
   void write(const ItemPtr& item) {
+    if (item->outcome_.unfinished) {
+      ++result.unfinished;
+      release_slot();
+      return;
+    }
     try {
       sink.write(*item);
     } catch (const std::exception& e) {
@@ -429,6 +440,11 @@ struct PipelineImpl {
       pr.elapsed_s = static_cast<double>(now_ns()) * 1e-9;
       opts.on_progress(pr);
     }
+    release_slot();
+  }
+
+  // One item fewer inside: wakes the feeder once the graph has drained to the low-water mark.
+  void release_slot() {
     const int64_t left = inside.fetch_sub(1, std::memory_order_acq_rel) - 1;
     if (left <= low_water && feeder_waiting.load(std::memory_order_acquire)) {
       std::lock_guard lock(gate_mu);

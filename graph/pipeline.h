@@ -14,8 +14,9 @@
 // An exception in a stage fails that item only (status "error", with the stage's name) unless
 // the pipeline says fail_fast. A task its source refused (Task::refused: over a size limit)
 // is admitted and written as failed at once, never entering a stage. Cancellation stops
-// admission, lets items already inside finish and be written, and leaves the pipeline ready
-// to run again.
+// admission and lets items already inside finish and be written, except those that reach a
+// back edge: they are left unfinished (counted, not written), so a resumed run gives them all
+// their attempts. The pipeline is ready to run again.
 #pragma once
 
 #include <atomic>
@@ -59,6 +60,8 @@ struct RunProgress {
   uint64_t rejected = 0;
   uint64_t exhausted = 0;
   uint64_t skipped = 0;  // already in the output (resume)
+  // Cancelled on a back edge before their next attempt: not written, so --resume reruns them.
+  uint64_t unfinished = 0;
   double elapsed_s = 0;
 };
 

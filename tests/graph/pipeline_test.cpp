@@ -3,9 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "graph/pipeline.h"
 #include "tests/graph/test_kinds.h"
@@ -254,6 +256,46 @@ edges: [ slow -> out ]
   CHECK_FALSE(r2.cancelled);
   CHECK(r2.written == 30);
   CHECK(p.metrics()[0].processed == 30);
+}
+
+TEST_CASE(
+    "an item cancelled at a back edge is left unfinished, not written, so --resume reruns it") {
+  // Every item loops (test.check never passes) with attempts to spare, so when the run is
+  // cancelled every admitted item is on the loop: each must come back as unfinished, none be
+  // written as failed (a written record would make --resume skip a task that never finished).
+  auto reg = test::full_registry();
+  for (const bool ordered : {false, true}) {
+    CAPTURE(ordered);
+    graph::Pipeline p(load_text(std::string(R"(
+max_in_flight: 4
+stages:
+  work: { use: test.sleep, with: { ms: 1 } }
+  check: { use: test.check, with: { pass_on: 0 } }
+edges:
+  - work -> check
+  - check.pass -> out
+  - { from: check.retry, to: work, back_edge: true, max_attempts: 1000 }
+ordered: )") + (ordered ? "true" : "false") +
+                                    "\n",
+                                reg),
+                      reg);
+    graph::RunControl control;
+    test::VectorSource src(50);
+    test::VectorSink sink;
+    std::thread canceller([&] {
+      while (p.metrics()[1].processed < 20)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      control.cancel();
+    });
+    auto r = p.run(src, sink, control);
+    canceller.join();
+    CHECK(r.cancelled);
+    CHECK(r.admitted > 0);
+    CHECK(sink.records.empty());
+    CHECK(r.written == 0);
+    CHECK(r.unfinished == r.admitted);
+    CHECK(p.in_flight() == 0);
+  }
 }
 
 TEST_CASE("a full `reject` edge turns overflow into rejected results, none dropped") {

@@ -172,8 +172,10 @@ int report(const RunArgs& args, const graph::Pipeline& pipeline, const graph::Ru
     return kExitRuntime;
   }
   if (result.cancelled) {
-    std::cerr << fmt::format("interrupted: {} results written; rerun with --resume to finish\n",
-                             result.written);
+    std::cerr << fmt::format(
+        "interrupted: {} results written, {} task(s) left unfinished; rerun with --resume to "
+        "finish\n",
+        result.written, result.unfinished);
     return kExitInterrupted;
   }
   return code;

@@ -1,21 +1,42 @@
 #!/usr/bin/env bash
 # Builds nothing: runs each libFuzzer target in BUILD_DIR for SECONDS from its seed corpus
-# (shipped inputs), so CI proves the targets link and survive a short run.
-#   scripts/fuzz-smoke.sh BUILD_DIR [SECONDS]
+# (shipped inputs), so every CI run proves the targets link and survive a short run (and finds
+# what a few seconds of mutation can). A crash fails the script, prints the fuzzer's report and
+# keeps the input under BUILD_DIR/fuzz-artifacts/ (replay: BUILD_DIR/tests/fuzz/TARGET FILE).
+#   scripts/fuzz-smoke.sh BUILD_DIR [SECONDS]      (SECONDS per target, default 20)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/${1:?build dir}
 secs=${2:-20}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+artifacts=$build/fuzz-artifacts
+mkdir -p "$artifacts"
 
-mkdir -p "$work/yaml" "$work/gguf"
+# fuzz TARGET CORPUS [libFuzzer options...]: one bounded run; the last lines of its report on
+# success, the whole report on failure.
+fuzz() {
+  local target=$1 corpus=$2
+  shift 2
+  echo "$target: ${secs}s from $(find "$corpus" -type f | wc -l) seed(s)"
+  if ! "$build/tests/fuzz/$target" "$corpus" -max_total_time="$secs" -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/$target-" "$@" >"$work/$target.log" 2>&1; then
+    cat "$work/$target.log"
+    echo "fuzz-smoke: $target failed (input kept in $artifacts/)" >&2
+    return 1
+  fi
+  grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$work/$target.log" || true
+}
+
+# Seeds: every shipped pipeline and bad config; valid GGUF files written by GgufWriter; every
+# shipped task file.
+mkdir -p "$work/yaml" "$work/gguf" "$work/tasks"
 cp "$root"/pipelines/*.yaml "$root"/tests/data/bad_configs/*.yaml "$work/yaml/"
 "$build/tests/fuzz/fuzz_gguf_seeds" "$work/gguf" >/dev/null
+cp "$root"/examples/tasks/*.jsonl "$work/tasks/"
 
-echo "fuzz_yaml: ${secs}s"
-"$build/tests/fuzz/fuzz_yaml" "$work/yaml" -max_total_time="$secs" -max_len=65536 \
-  -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -n 3
-echo "fuzz_gguf: ${secs}s"
-"$build/tests/fuzz/fuzz_gguf" "$work/gguf" -dict="$root/tests/fuzz/gguf.dict" \
-  -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -n 3
+fuzz fuzz_yaml "$work/yaml" -max_len=65536
+fuzz fuzz_gguf "$work/gguf" -dict="$root/tests/fuzz/gguf.dict"
+fuzz fuzz_task_lines "$work/tasks" -max_len=131072
+# fuzz_safetensors: when the safetensors reader and its target exist (tests/fuzz/CMakeLists.txt),
+# seed it with files its writer makes and run it here like fuzz_gguf.

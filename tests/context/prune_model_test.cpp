@@ -1,6 +1,6 @@
 // context.prune counting with the tokenizer of a model.gguf resource (`model: m`): the budget
 // is kept in that model's tokens and the facet names it; a tiny GGUF written here (the
-// generation tests' writer), and the default model when it is present. Contradictory settings
+// generation tests' writer), and the default model (tests/test_skip.h). Contradictory settings
 // are clear errors.
 #include <catch2/catch.hpp>
 
@@ -12,6 +12,7 @@
 #include "stages/context/token_counter.h"
 #include "tests/generation/gen_test_util.h"
 #include "tests/graph/test_kinds.h"
+#include "tests/test_skip.h"
 
 namespace graph = vsynth::graph;
 namespace fs = std::filesystem;
@@ -113,13 +114,9 @@ TEST_CASE("context.prune counts with a model resource's tokenizer (tiny GGUF)",
   CHECK(tiny["text"].get<std::string>().size() < est["text"].get<std::string>().size());
 }
 
-TEST_CASE("context.prune counts with the default model's tokenizer when it is present",
-          "[context][stage][tokens]") {
-  const fs::path model = fs::path(VSYNTH_SOURCE_DIR) / "models" / "gemma-3-270m-q4_k_m.gguf";
-  if (!fs::exists(model)) {
-    WARN("skipped: " << model.string() << " is absent (run scripts/setup-model.sh)");
-    return;
-  }
+TEST_CASE("context.prune counts with the default model's tokenizer", "[context][stage][tokens]") {
+  if (!vsynth::test::have_default_model()) return;
+  const fs::path model = vsynth::test::default_model();
   check_counts_with(model, 256, ", model: m");
 }
 

@@ -10,6 +10,7 @@
 
 #include "stages/context/edits.h"
 #include "tests/context/context_test_util.h"
+#include "tests/test_skip.h"
 
 using namespace vsynth::stages::context;
 using vsynth::stages::context::test::Fixture;
@@ -237,12 +238,8 @@ TEST_CASE("prune: a focus larger than the budget shows its statements nearest th
 }
 
 TEST_CASE("prune: within budget when counting with the model's own tokenizer", "[context][prune]") {
-  const std::filesystem::path model =
-      std::filesystem::path(VSYNTH_SOURCE_DIR) / "models" / "gemma-3-270m-q4_k_m.gguf";
-  if (!std::filesystem::exists(model)) {
-    WARN("skipped: " << model.string() << " is absent (run scripts/setup-model.sh)");
-    return;
-  }
+  if (!vsynth::test::have_default_model()) return;
+  const std::filesystem::path model = vsynth::test::default_model();
   auto counter = TokenizerCounter::from_gguf(model.string());
   for (uint32_t budget : {100u, 150u, 300u, 1000u}) {
     Fixture f("shop.py", kShop);

@@ -8,6 +8,7 @@
 
 #include "stages/context/error.h"
 #include "stages/context/token_counter.h"
+#include "tests/test_skip.h"
 
 using namespace vsynth::stages::context;
 
@@ -24,12 +25,8 @@ TEST_CASE("token estimate: additive over lines, grows with text", "[context][tok
 
 TEST_CASE("token estimate: within 20% of the default model's tokenizer on code",
           "[context][tokens]") {
-  const std::filesystem::path model =
-      std::filesystem::path(VSYNTH_SOURCE_DIR) / "models" / "gemma-3-270m-q4_k_m.gguf";
-  if (!std::filesystem::exists(model)) {
-    WARN("skipped: " << model.string() << " is absent (run scripts/setup-model.sh)");
-    return;
-  }
+  if (!vsynth::test::have_default_model()) return;
+  const std::filesystem::path model = vsynth::test::default_model();
   const auto real = TokenizerCounter::from_gguf(model.string());
   CHECK(real->describe() == "gguf:" + model.string());
   CHECK(TokenizerCounter::from_gguf(model.string()) == real);  // loaded once

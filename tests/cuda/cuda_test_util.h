@@ -13,15 +13,17 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device.h"
+#include "tests/test_skip.h"
 
 namespace vsynth::kernels::cuda::test {
 
-// True when a device is usable; otherwise reports why and the test case returns early. GPU
-// tests also carry the ctest label `gpu`, which the default suite excludes.
+// True when a device is usable; otherwise marks the test case skipped with the reason (ctest
+// reports it as skipped: tests/test_skip.h) and the caller returns: `if (!have_gpu()) return;`.
+// GPU tests also carry the ctest label `gpu`, which the default suite excludes.
 inline bool have_gpu() {
   static const DeviceQuery q = query_devices();
   if (q.devices.empty()) {
-    WARN("skipped: " << q.reason);
+    vsynth::test::skip("no usable CUDA device: " + q.reason);
     return false;
   }
   return true;

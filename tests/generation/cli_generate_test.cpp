@@ -1,5 +1,6 @@
-// `vsynth generate` as a user runs it: deterministic text for a seed with the real model (when
-// scripts/setup-model.sh fetched it), clear errors for a missing model or bad options.
+// `vsynth generate` as a user runs it: deterministic text for a seed with the real model
+// (scripts/setup-model.sh fetches it; tests/test_skip.h), clear errors for a missing model or bad
+// options.
 #include <sys/wait.h>
 #include <catch2/catch.hpp>
 
@@ -8,12 +9,13 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/test_skip.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kBinary = std::string(VSYNTH_BINARY_DIR) + "/tools/vsynth/vsynth";
-const fs::path kModel = fs::path(VSYNTH_SOURCE_DIR) / "models/gemma-3-270m-q4_k_m.gguf";
 
 struct Result {
   int code = -1;
@@ -37,12 +39,10 @@ Result sh(const std::string& args, bool with_stderr = false) {
 
 TEST_CASE("vsynth generate writes the same non-empty text for the same seed",
           "[generation][cli][model]") {
-  if (!fs::exists(kModel)) {
-    WARN("default model absent (run scripts/setup-model.sh): skipped");
-    return;
-  }
+  if (!vsynth::test::have_default_model()) return;
+  const fs::path model = vsynth::test::default_model();
   const std::string args =
-      "generate --prompt 'def add(a, b):' -n 16 --seed 1 --model " + kModel.string();
+      "generate --prompt 'def add(a, b):' -n 16 --seed 1 --model " + model.string();
   const Result a = sh(args);
   const Result b = sh(args);
   REQUIRE(a.code == 0);

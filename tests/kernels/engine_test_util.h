@@ -25,8 +25,6 @@ namespace vsynth::kernels::test {
 
 inline const std::filesystem::path kGoldenDir =
     std::filesystem::path(VSYNTH_SOURCE_DIR) / "tests/data/golden";
-inline const std::filesystem::path kDefaultModel =
-    std::filesystem::path(VSYNTH_SOURCE_DIR) / "models/gemma-3-270m-q4_k_m.gguf";
 
 // One logits golden file (layout in make_logits_golden.py's docstring).
 struct LogitsGolden {

@@ -1,21 +1,19 @@
 // The default model (scripts/setup-model.sh puts it in models/): the facts the gemma3 loader
-// relies on. Skipped, with a warning, when the model has not been fetched.
+// relies on. Fails without the model, unless VSYNTH_ALLOW_MISSING_MODEL=1 makes it a skip
+// (tests/test_skip.h).
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
 #include <string>
 
 #include "kernels/gguf/reader.h"
+#include "tests/test_skip.h"
 
 using namespace vsynth::kernels;
 
 TEST_CASE("gguf model: gemma-3-270m-q4_k_m.gguf has the expected layout", "[gguf][model]") {
-  const std::filesystem::path path =
-      std::filesystem::path(VSYNTH_SOURCE_DIR) / "models" / "gemma-3-270m-q4_k_m.gguf";
-  if (!std::filesystem::exists(path)) {
-    WARN("skipped: " << path.string() << " is absent (run scripts/setup-model.sh)");
-    return;
-  }
+  if (!vsynth::test::have_default_model()) return;
+  const std::filesystem::path path = vsynth::test::default_model();
   const GgufFile f = GgufFile::open(path);
   CHECK(f.version() == 3);
   CHECK(f.alignment() == 32);

@@ -14,6 +14,7 @@
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/quant_error.h"
 #include "tests/kernels/quant_test_util.h"
+#include "tests/test_skip.h"
 
 using namespace vsynth::kernels;
 using namespace vsynth::kernels::test;
@@ -26,6 +27,7 @@ WeightView view_of(const QuantMatrix& m) {
 
 // Checks y[r] against the exact dot of decoded row r with x, within dot_error_bound.
 void check_rows(const QuantMatrix& m, const float* x, const float* y) {
+  REQUIRE(m.rows > 0);  // a matrix with no rows would check nothing
   for (int64_t r = 0; r < m.rows; ++r) {
     const float* w = m.decoded.data() + r * m.cols;
     const double exact = dot_exact(w, x, m.cols);
@@ -41,10 +43,8 @@ void check_rows(const QuantMatrix& m, const float* x, const float* y) {
 }  // namespace
 
 TEST_CASE("activation quantization is identical on scalar and AVX2", "[quant][dot]") {
-  if (!cpu_path_available(CpuPath::Avx2)) {
-    WARN("no AVX2 on this CPU: nothing to compare against");
-    return;
-  }
+  if (!cpu_path_available(CpuPath::Avx2))
+    VSYNTH_SKIP("no AVX2 on this CPU: nothing to compare against");
   const auto& s = detail::kernels_for(CpuPath::Scalar);
   const auto& v = detail::kernels_for(CpuPath::Avx2);
   const int64_t k = 256 * 6;
@@ -117,10 +117,8 @@ TEST_CASE("matvec matches the float64 reference for every type and path", "[quan
 }
 
 TEST_CASE("scalar and AVX2 results agree to float rounding", "[quant][dot]") {
-  if (!cpu_path_available(CpuPath::Avx2)) {
-    WARN("no AVX2 on this CPU: nothing to compare against");
-    return;
-  }
+  if (!cpu_path_available(CpuPath::Avx2))
+    VSYNTH_SKIP("no AVX2 on this CPU: nothing to compare against");
   for (DType t : all_types()) {
     const int64_t k = is_k_quant(t) ? 2048 : 640;
     const QuantMatrix m = make_matrix(t, 64, k, 77);
@@ -151,10 +149,8 @@ TEST_CASE("32-element block kernels: every group/tail split, scalar vs AVX2, 1..
   // up to 8 activation columns at once: every block count 1..17 (tails, one or two full groups)
   // against the float64 reference and the scalar path, and every column count against a
   // one-column call (bit-identical).
-  if (!cpu_path_available(CpuPath::Avx2)) {
-    WARN("no AVX2 on this CPU: nothing to compare against");
-    return;
-  }
+  if (!cpu_path_available(CpuPath::Avx2))
+    VSYNTH_SKIP("no AVX2 on this CPU: nothing to compare against");
   const auto& scalar = detail::kernels_for(CpuPath::Scalar);
   const auto& avx2 = detail::kernels_for(CpuPath::Avx2);
   constexpr int kCols = detail::kMaxCols;
@@ -197,10 +193,8 @@ TEST_CASE("AVX512-VNNI and AVX2 tables give bit-identical results", "[quant][dot
   // vpdpbusd computes the same exact integer sums as maddubs + madd (which never saturates on
   // these codes), and every float operation is the same: results must match bit for bit, for
   // every type, whole groups and tails, and 1..8 columns; matmul at prefill sizes too.
-  if (!cpu_path_available(CpuPath::Avx512Vnni)) {
-    WARN("no AVX512-VNNI on this CPU or build: nothing to compare");
-    return;
-  }
+  if (!cpu_path_available(CpuPath::Avx512Vnni))
+    VSYNTH_SKIP("no AVX512-VNNI on this CPU or build: nothing to compare");
   const auto& avx2 = detail::kernels_for(CpuPath::Avx2);
   const auto& vnni = detail::kernels_for(CpuPath::Avx512Vnni);
   REQUIRE(std::string(vnni.name) == "avx512vnni");

@@ -1,5 +1,6 @@
 // The kernels on the default model's real weight tensors (Q8_0, Q5_0, Q4_K, Q6_K in
-// gemma-3-270m-q4_k_m.gguf). Skipped, with a warning, when the model has not been fetched.
+// gemma-3-270m-q4_k_m.gguf). Fails without the model, unless VSYNTH_ALLOW_MISSING_MODEL=1
+// makes it a skip (tests/test_skip.h).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,17 +12,14 @@
 #include "kernels/cpu/matvec.h"
 #include "kernels/gguf/reader.h"
 #include "tests/kernels/quant_test_util.h"
+#include "tests/test_skip.h"
 
 using namespace vsynth::kernels;
 using namespace vsynth::kernels::test;
 
 TEST_CASE("model weights: decode plausibly and matvec within bounds", "[quant][model]") {
-  const std::filesystem::path path =
-      std::filesystem::path(VSYNTH_SOURCE_DIR) / "models" / "gemma-3-270m-q4_k_m.gguf";
-  if (!std::filesystem::exists(path)) {
-    WARN("skipped: " << path.string() << " is absent (run scripts/setup-model.sh)");
-    return;
-  }
+  if (!vsynth::test::have_default_model()) return;
+  const std::filesystem::path path = vsynth::test::default_model();
   const GgufFile f = GgufFile::open(path);
   std::set<std::string> seen_types;
   int checked = 0;

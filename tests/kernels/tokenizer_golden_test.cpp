@@ -1,6 +1,6 @@
 // Golden tests: our tokenizers against ids llama.cpp produced (scripts/golden/regen.sh writes
 // tests/data/golden/tokenizer_*.json).
-//   tokenizer_gemma3.json     the default model's vocabulary (skipped when the model is absent)
+//   tokenizer_gemma3.json     the default model's vocabulary (tests/test_skip.h: needs the model)
 //   tokenizer_spm_synth.json  a small synthetic SentencePiece vocabulary ("llama" model)
 //   tokenizer_bpe_synth.json  a small synthetic byte-level BPE vocabulary (qwen2 pre-tokenizer)
 //   tokenizer_llama3_synth.json  the same BPE vocabulary with the llama3 pre-tokenizer
@@ -21,6 +21,7 @@
 #include "kernels/gguf/writer.h"
 #include "kernels/tokenizer/gguf_vocab.h"
 #include "kernels/tokenizer/tokenizer.h"
+#include "tests/test_skip.h"
 
 using namespace vsynth::kernels;
 using nlohmann::json;
@@ -164,11 +165,10 @@ void check_synthetic(const std::string& file) {
 
 TEST_CASE("golden: gemma3 tokenizer matches llama.cpp", "[tokenizer][golden][model]") {
   const json g = read_json(kGolden / "tokenizer_gemma3.json");
-  const auto model = std::filesystem::path(VSYNTH_SOURCE_DIR) / g["model"].get<std::string>();
-  if (!std::filesystem::exists(model)) {
-    WARN("skipped: " << model.string() << " is absent (run scripts/setup-model.sh)");
-    return;
-  }
+  if (!vsynth::test::have_default_model()) return;
+  const std::filesystem::path model = vsynth::test::default_model();
+  // The golden ids belong to the file the golden data name (a copy elsewhere keeps its name).
+  REQUIRE(model.filename() == std::filesystem::path(g["model"].get<std::string>()).filename());
   const GgufFile f = GgufFile::open(model);
   const Tokenizer tok(load_vocab(f));
   CHECK(tok.size() == g["n_vocab"].get<size_t>());

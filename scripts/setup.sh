@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 
 apt_packages=(
-  build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip
+  build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip ccache
   clang libclang-rt-14-dev
   libtbb-dev libyaml-cpp-dev libz3-dev libtree-sitter-dev libhnswlib-dev catch2
   nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libcpp-httplib-dev

@@ -7,18 +7,12 @@
 //   stages:
 //     deps: { use: context.deps, with: { hops: 2, max_per_hop: 24 } }
 //
-// Task field (a JSON pointer parameter):
-//   /files    the project's other files the task can see: [{"path": "src/a.py",
-//   "source":
-//             "..."}]. Optional. A file sent by several tasks with the same
-//             text is parsed and extracted once (a shared cache of `cache_mb`
-//             MiB, file_cache.h); a cache only, so every task must send every
-//             file it relies on. A path listed twice: the later text wins; the
-//             cursor's own path: the task's own text (anchor facet) wins.
-// The task's own file (anchor facet) is indexed as it was parsed and extracted,
-// never again.
+// Each task's files come from `files_field` (its help text says the shape). A file several
+// tasks send with the same text is parsed and extracted once (file_cache.h), a cache only:
+// every task sends every file it relies on. The task's own file (anchor facet) is indexed as
+// it was parsed and extracted, never again.
 //
-// Requires: `anchor`. Provides: `candidates`. Ports: `ok`.
+// Requires: `anchor`. Provides: `context_units`. Ports: `ok`.
 #pragma once
 
 #include <memory>

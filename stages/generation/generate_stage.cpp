@@ -32,13 +32,11 @@ uint64_t candidate_seed(uint64_t seed, std::string_view task_id, int attempt, in
 
 GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,
                              std::vector<std::shared_ptr<DecodingHook>> hooks,
-                             GenerateSettings settings, int workers, graph::Port ok,
-                             std::string name)
+                             GenerateSettings settings, int workers, graph::Port ok)
     : model_(std::move(model)),
       hooks_(std::move(hooks)),
       settings_(std::move(settings)),
       ok_(ok),
-      name_(std::move(name)),
       workers_([this](graph::Item& item) {
         generate(item);
         return ok_;
@@ -179,8 +177,7 @@ std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ct
     throw std::invalid_argument(e.what());
   }
   return std::make_unique<GenerateStage>(std::move(model), std::move(hooks), std::move(s),
-                                         static_cast<int>(p.integer("workers")), ctx.port("ok"),
-                                         ctx.name);
+                                         static_cast<int>(p.integer("workers")), ctx.port("ok"));
 }
 
 graph::Contract generate_contract() {

@@ -56,7 +56,7 @@ class GenerateStage : public graph::AsyncStage {
  public:
   GenerateStage(std::shared_ptr<ModelResource> model,
                 std::vector<std::shared_ptr<DecodingHook>> hooks, GenerateSettings settings,
-                int workers, graph::Port ok, std::string name);
+                int workers, graph::Port ok);
 
   void submit(graph::ItemPtr item, graph::Completion done) override;
 
@@ -71,7 +71,6 @@ class GenerateStage : public graph::AsyncStage {
   std::vector<std::shared_ptr<DecodingHook>> hooks_;
   GenerateSettings settings_;
   graph::Port ok_;
-  std::string name_;
   graph::ItemWorkers workers_;  // last: stops before the members its work uses
 };
 

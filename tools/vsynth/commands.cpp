@@ -21,14 +21,7 @@ std::string param_line(const graph::ParamSpec& p) {
   if (p.type == graph::ParamType::Resource || p.type == graph::ParamType::ResourceList) {
     type += fmt::format(" ({})", p.resource_interface);
   }
-  std::string range;
-  if (p.min || p.max) {
-    auto num = [&](double d) {
-      return p.type == graph::ParamType::Int ? fmt::format("{}", static_cast<int64_t>(d))
-                                             : fmt::format("{}", d);
-    };
-    range = fmt::format(" in [{}, {}]", p.min ? num(*p.min) : "-inf", p.max ? num(*p.max) : "inf");
-  }
+  const std::string range = (p.min || p.max) ? " in " + graph::range_text(p) : "";
   const std::string def =
       p.required() ? "required" : "default " + graph::to_string(*p.default_value);
   return fmt::format("    {:<18} {}{}, {}\n      {}\n", p.name, type, range, def, p.help);

@@ -20,11 +20,17 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/cli/process.h"
+
 namespace fs = std::filesystem;
+using vsynth::test::ChildSetup;
+using vsynth::test::exit_code;
+using vsynth::test::slurp;
+using vsynth::test::spawn_vsynth;
+using vsynth::test::wait_code;
 
 namespace {
 
-const std::string kBinary = std::string(VSYNTH_BINARY_DIR) + "/tools/vsynth/vsynth";
 // One folder per test process: ctest runs the test cases of this file in parallel processes,
 // and a shared stdout.txt / stderr.txt would have each read the other's output.
 const fs::path kWork =
@@ -35,56 +41,11 @@ struct Result {
   std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// What the child does before it execs vsynth, besides redirecting stdout and stderr.
-struct ChildSetup {
-  fs::path stdin_path;                     // empty: inherit
-  rlim_t file_size_limit = RLIM_INFINITY;  // RLIMIT_FSIZE, bytes
-};
-
-// Starts vsynth with args; stdout/stderr to files. Returns the pid.
-pid_t spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err,
-            const ChildSetup& setup = {}) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    if (!setup.stdin_path.empty()) ::dup2(::open(setup.stdin_path.c_str(), O_RDONLY), 0);
-    if (setup.file_size_limit != RLIM_INFINITY) {
-      const struct rlimit rl { setup.file_size_limit, setup.file_size_limit };
-      ::setrlimit(RLIMIT_FSIZE, &rl);
-    }
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(kBinary.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(kBinary.c_str(), argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int wait_code(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
 Result run(const std::vector<std::string>& args, const ChildSetup& setup = {}) {
   fs::create_directories(kWork);
   const fs::path out = kWork / "stdout.txt", err = kWork / "stderr.txt";
   Result r;
-  r.code = wait_code(spawn(args, out, err, setup));
+  r.code = wait_code(spawn_vsynth(args, out, err, setup));
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
@@ -183,7 +144,7 @@ TEST_CASE(
       std::vector<std::string> args = {"run",      kPipeline,    "--input", tasks.string(),
                                        "--output", out.string(), "--quiet"};
       if (fs::exists(out)) args.push_back("--resume");
-      const pid_t pid = spawn(args, kWork / "kill_stdout.txt", kWork / "kill_stderr.txt");
+      const pid_t pid = spawn_vsynth(args, kWork / "kill_stdout.txt", kWork / "kill_stderr.txt");
       int code = 0;
       if (kills < 6) {
         const std::uintmax_t start = fs::exists(out) ? fs::file_size(out) : 0;
@@ -310,9 +271,9 @@ TEST_CASE("two runs on one output: the second is refused while the first runs, n
   pid_t first = -1;
   for (int attempt = 0; attempt < 5 && first < 0; ++attempt) {
     fs::remove(out);
-    const pid_t pid =
-        spawn({"run", kPipeline, "--input", tasks.string(), "--output", out.string(), "--quiet"},
-              kWork / "first_stdout.txt", kWork / "first_stderr.txt");
+    const pid_t pid = spawn_vsynth(
+        {"run", kPipeline, "--input", tasks.string(), "--output", out.string(), "--quiet"},
+        kWork / "first_stdout.txt", kWork / "first_stderr.txt");
     int status = 0;
     while (::waitpid(pid, &status, WNOHANG) == 0) {
       std::error_code ec;

@@ -39,8 +39,8 @@ struct Kernels {
   void (*add)(float* y, const float* x, int n);
 };
 
-// Whether every entry of k is set; each table (designated initializers) static_asserts it, so an
-// entry left out is a compile error rather than a null call at run time.
+// Whether every entry of k is set (tables use designated initializers; see kernel_table.h's
+// complete() for why a test, tests/kernels/quant_dot_test.cpp, asserts it, not a static_assert).
 constexpr bool complete(const Kernels& k) {
   return k.scores != nullptr && k.accumulate != nullptr && k.scores_i8 != nullptr &&
          k.accumulate_i8 != nullptr && k.exp_sum != nullptr && k.i8_to_f32 != nullptr &&

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/cpu_path_internal.h"
 #include "kernels/cpu/matvec.h"
+#include "kernels/model/vec_math.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/quant_error.h"
 #include "tests/kernels/quant_test_util.h"
@@ -41,6 +42,17 @@ void check_rows(const QuantMatrix& m, const float* x, const float* y) {
 }
 
 }  // namespace
+
+TEST_CASE("every kernel table this build has sets every entry", "[quant][dot]") {
+  using namespace vsynth::kernels;
+  CHECK(detail::complete(detail::scalar_kernels()));
+  // Compiled in whether or not this CPU can run them: the table is checked, not run.
+  for (const detail::KernelTable* t : {detail::avx2_kernels(), detail::avx512vnni_kernels()}) {
+    if (t) CHECK(detail::complete(*t));
+  }
+  CHECK(vec::complete(vec::vec_kernels_scalar()));
+  CHECK(vec::complete(vec::vec_kernels()));
+}
 
 TEST_CASE("activation quantization is identical on scalar and AVX2", "[quant][dot]") {
   if (!cpu_path_available(CpuPath::Avx2))

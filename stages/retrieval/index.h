@@ -1,0 +1,132 @@
+// The retrieval index of one repository: function-level chunks of its files, each with BM25
+// terms and an embedding, searchable lexically (an inverted index, BM25) and densely (hnswlib,
+// inner product over unit vectors = cosine), with a file level above the chunks (one vector
+// per file, the mean of its chunks' vectors, plus its import edges) for a coarse filter on
+// large repositories.
+//
+//   Index index(embedder, {});                       // embedder may be null: BM25 only
+//   index.update_file("shop/cart.py", text);         // re-embeds only a changed file
+//   std::vector<Hit> d = index.search_dense(query_vec, 20, {});
+//   std::vector<Hit> l = index.search_lexical(query_text, 20, {});
+//   const Chunk& c = index.chunk(d[0].chunk);
+//
+// Updates: update_file replaces one file's chunks as a whole. Removed chunks are markDelete'd in
+// hnswlib and their labels reused by later chunks (addPoint on a deleted label updates that
+// slot), so the graph does not grow with edits. Readers never see a half-updated file: one
+// std::shared_mutex guards the index; searches hold it shared, update_file computes the new
+// chunks and their embeddings outside the lock and swaps them in under the exclusive lock
+// (hnswlib 0.6 is not safe for an insert concurrent with a search).
+//
+// Persistence: save(dir) writes the chunks, terms, vectors and the hnswlib graph with a manifest
+// (format version, embedder fingerprint, options, per-file content hash); load(dir) refuses a
+// directory written by another format version or embedder (IndexError naming both) and
+// returns per file whether it is still current, so a caller re-validates by content hash.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "stages/facets/context.h"
+#include "stages/retrieval/embedder.h"
+
+namespace vsynth::stages::retrieval {
+
+class IndexError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One searchable piece of a file: a unit as context extraction makes it (function, method,
+// class header with its fields...), long units split into pieces that each repeat the unit's
+// signature line(s).
+struct Chunk {
+  std::string path;  // as the task or the repository names the file
+  std::string name;  // qualified as extraction names it ("Cart.receipt")
+  facets::UnitKind kind = facets::UnitKind::Function;
+  uint32_t first_line = 0, last_line = 0;  // 1-based, inclusive, of this piece in the file
+  uint32_t part = 0, parts = 1;            // piece index / count of its unit
+  std::string text;                        // what is embedded and term-indexed
+  uint32_t tokens = 0;                     // encoder tokens of text (after truncation)
+};
+
+struct ChunkOptions {
+  uint32_t max_tokens = 256;  // per piece, encoder tokens ([CLS]/[SEP] included)
+};
+
+// The chunks of one file (language from the path's extension; an unknown language, binary or
+// undecodable text gives no chunks and a reason in `skipped`).
+std::vector<Chunk> chunk_file(std::string_view path, std::string_view text,
+                              const ChunkOptions& options, const Embedder* counter,
+                              std::string* skipped = nullptr);
+
+struct IndexOptions {
+  ChunkOptions chunks;
+  int hnsw_m = 16;                // hnswlib M
+  int hnsw_ef_construction = 200;
+  int hnsw_ef_search = 64;        // raised to k when k is larger
+  uint32_t coarse_files = 0;      // files kept by the file-level filter; 0 = search all chunks
+};
+
+struct Hit {
+  uint32_t chunk = 0;  // Index::chunk id
+  double score = 0;    // cosine (dense) or BM25 (lexical); higher is better
+};
+
+struct UpdateStats {
+  uint32_t added = 0, removed = 0, reused_slots = 0;
+  bool unchanged = false;  // same content hash as indexed: nothing done
+  double embed_ms = 0, total_ms = 0;
+};
+
+class Index {
+ public:
+  Index(std::shared_ptr<const Embedder> embedder, IndexOptions options);
+  ~Index();
+
+  UpdateStats update_file(std::string_view path, std::string_view text);
+  void remove_file(std::string_view path);
+  bool has_file(std::string_view path) const;
+  std::optional<uint64_t> content_hash(std::string_view path) const;  // of the indexed text
+
+  // Top k chunks by cosine with `query` (unit length, embedder dim) / by BM25 of the query's
+  // terms; chunks of files in `exclude` never appear. Ties broken by chunk path, then line, so
+  // results do not depend on insertion order. Empty when the index has no embedder (dense).
+  std::vector<Hit> search_dense(std::span<const float> query, std::size_t k,
+                                const std::unordered_set<std::string>& exclude) const;
+  std::vector<Hit> search_lexical(std::string_view query, std::size_t k,
+                                  const std::unordered_set<std::string>& exclude) const;
+
+  // A copy (the index may change after the call returns).
+  Chunk chunk(uint32_t id) const;
+  std::size_t chunk_count() const;
+  std::size_t file_count() const;
+  bool dense() const;  // has an embedder
+
+  void save(const std::filesystem::path& dir) const;
+  // Files in the loaded index with their content hashes (to re-validate against the disk).
+  static std::unique_ptr<Index> load(const std::filesystem::path& dir,
+                                     std::shared_ptr<const Embedder> embedder,
+                                     IndexOptions options);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reciprocal-rank fusion: score(c) = sum over lists of weight / (k + rank), rank 1-based.
+struct RankedList {
+  std::vector<uint32_t> ids;  // best first
+  double weight = 1;
+};
+std::vector<std::pair<uint32_t, double>> reciprocal_rank_fusion(std::span<const RankedList> lists,
+                                                                double k = 60);
+
+}  // namespace vsynth::stages::retrieval

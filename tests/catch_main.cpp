@@ -59,18 +59,36 @@ std::filesystem::path default_model() {
   return std::filesystem::path(VSYNTH_SOURCE_DIR) / "models/gemma-3-270m-q4_k_m.gguf";
 }
 
-bool have_default_model() {
-  const std::filesystem::path path = default_model();
+namespace {
+// True when `path` exists; otherwise fails the test case naming it and how to get it, or skips
+// it under VSYNTH_ALLOW_MISSING_MODEL=1.
+bool have_model_file(const std::filesystem::path& path, const char* setup_script,
+                     const char* env_name) {
   if (std::filesystem::exists(path)) return true;
-  const std::string why = path.string() +
-                          " is absent (scripts/setup-model.sh fetches it; VSYNTH_TEST_MODEL "
-                          "names a copy stored elsewhere)";
+  const std::string why = path.string() + " is absent (" + setup_script + " fetches it; " +
+                          env_name + " names a copy stored elsewhere)";
   if (env_is("VSYNTH_ALLOW_MISSING_MODEL", "1")) {
     skip(why + "; VSYNTH_ALLOW_MISSING_MODEL=1 makes that a skip");
     return false;
   }
   FAIL(why << "; set VSYNTH_ALLOW_MISSING_MODEL=1 to skip the model-backed tests instead");
   return false;  // not reached: FAIL ends the test case
+}
+}  // namespace
+
+bool have_default_model() {
+  return have_model_file(default_model(), "scripts/setup-model.sh", "VSYNTH_TEST_MODEL");
+}
+
+std::filesystem::path default_encoder() {
+  const char* env = std::getenv("VSYNTH_TEST_ENCODER");
+  if (env != nullptr && *env != '\0') return env;
+  return std::filesystem::path(VSYNTH_SOURCE_DIR) / "models/all-MiniLM-L6-v2";
+}
+
+bool have_default_encoder() {
+  return have_model_file(default_encoder() / "model.safetensors", "scripts/setup-embedder.sh",
+                         "VSYNTH_TEST_ENCODER");
 }
 
 }  // namespace vsynth::test

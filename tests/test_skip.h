@@ -29,6 +29,14 @@ std::filesystem::path default_model();
 //   if (!vsynth::test::have_default_model()) return;
 bool have_default_model();
 
+// The same for the default retrieval encoder, all-MiniLM-L6-v2 (config.json, model.safetensors,
+// tokenizer.json): $VSYNTH_TEST_ENCODER when set and non-empty, else
+// <source>/models/all-MiniLM-L6-v2, where scripts/setup-embedder.sh puts it.
+// have_default_encoder() fails the test case when it is absent, unless
+// VSYNTH_ALLOW_MISSING_MODEL=1 (then a skip).
+std::filesystem::path default_encoder();
+bool have_default_encoder();
+
 }  // namespace vsynth::test
 
 // Skips the running test case (see skip()) and returns from it.

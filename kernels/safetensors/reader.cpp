@@ -247,32 +247,34 @@ Entry Checker::entry(const std::string& name, const Json& value, uint64_t data_s
   }
   e.dtype = known->type;
 
-  // shape: non-negative integers; their product (elements) must fit int64 and the byte size
-  // must fit u64, both checked without overflow.
+  // shape: non-negative integers. Every running product of the dims (elements so far) must fit
+  // int64, so that SafetensorsTensor::elements() cannot overflow whatever the order of the dims,
+  // and elements x element size must fit u64.
   const Json& shape = field("shape");
   if (!shape.is_array()) {
     fail_tensor(name, cat("shape is a JSON ", shape.type_name(),
                           " (valid: a list of non-negative integers)"));
   }
+  constexpr auto kMaxElements = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   uint64_t elements = 1;
   bool overflow = false;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     const Json& d = shape[i];
     const bool ok = d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0);
-    if (!ok || d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    if (!ok || d.get<uint64_t>() > kMaxElements) {
       fail_tensor(name, cat("shape[", i, "] is ", shown(d.dump(), true),
                             " (valid: an integer from 0 to 2^63-1)"));
     }
     e.shape.push_back(d.get<int64_t>());
-    overflow = overflow || __builtin_mul_overflow(elements, d.get<uint64_t>(), &elements);
+    overflow = overflow || __builtin_mul_overflow(elements, d.get<uint64_t>(), &elements) ||
+               elements > kMaxElements;
   }
   uint64_t need = 0;
-  overflow = overflow || elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-             __builtin_mul_overflow(elements, uint64_t{known->size}, &need);
+  overflow = overflow || __builtin_mul_overflow(elements, uint64_t{known->size}, &need);
   if (overflow) {
     fail_tensor(name, cat("shape ", shape_text<int64_t>(e.shape), " of ", known->name,
-                          " overflows 64 bits in elements or bytes (valid: at most 2^63-1 "
-                          "elements and 2^64-1 bytes)"));
+                          " overflows 64 bits (valid: each running product of the dims at most "
+                          "2^63-1 elements, and at most 2^64-1 bytes)"));
   }
 
   // data_offsets: [begin, end] within the data section, holding exactly the shape's bytes.

@@ -250,6 +250,10 @@ TEST_CASE("safetensors bad: the bad-file matrix", "[safetensors][bad]") {
        raw_safetensors(std::string("{}\0{\"w\":1}", 10)), "header has a NUL byte at byte 10"},
       {"invalid UTF-8 in a name", raw_safetensors("{\"\xff\":1}"),
        "header is not valid JSON at byte 10: "},
+      {"number past the double range (found by fuzz_safetensors)",
+       raw_safetensors(one(entry("F32", "[1]", "[0,1.5e314]"))),
+       "header is not valid JSON: number overflow parsing '1.5e314' (the header must be one "
+       "UTF-8 JSON object)"},
       {"header JSON array", raw_safetensors("[1, 2]"),
        "header at byte 8 is a JSON array, not an object (valid: {\"<tensor name>\""},
       {"header JSON string", raw_safetensors("\"x\""),

@@ -206,6 +206,15 @@ TEST_CASE("safetensors: open() maps a file and names it in errors", "[safetensor
                                   "array, not an object"));
   }
   std::filesystem::remove(bad);
+  // An empty file maps to no bytes at all (MappedFile holds no mapping for it).
+  const auto empty = temp_file({}, "vsynth-st-empty");
+  try {
+    (void)SafetensorsFile::open(empty);
+    FAIL("no error");
+  } catch (const SafetensorsError& e) {
+    CHECK_THAT(e.what(), Contains("safetensors: " + empty.string() + ": file is 0 bytes"));
+  }
+  std::filesystem::remove(empty);
   CHECK_THROWS_AS(SafetensorsFile::open("/nonexistent/x.safetensors"), GgufError);
 }
 

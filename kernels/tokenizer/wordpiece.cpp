@@ -233,7 +233,7 @@ const json& member(const json& obj, const char* key, const std::string& label,
                    const std::string& path) {
   if (!obj.is_object()) fail(label, path, "expected an object");
   const auto it = obj.find(key);
-  if (it == obj.end()) fail(label, path + "." + key, "missing");
+  if (it == obj.end()) fail(label, path.empty() ? key : path + "." + key, "missing");
   return *it;
 }
 

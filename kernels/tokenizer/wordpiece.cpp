@@ -166,6 +166,8 @@ void WordPiece::Impl::build_ascii_tables() {
   for (char32_t c = 0; c < 128; ++c) {
     // ASCII has no decomposition and no CJK: clean_text and lowercase keep it one ASCII code
     // point or drop it.
+    ascii_split[c] = bert::is_split_space(c);
+    ascii_punct[c] = bert::is_punct(c);
     char32_t n = c;
     if (norm.clean_text && bert::is_removed(c)) {
       ascii_norm[c] = -1;
@@ -174,8 +176,6 @@ void WordPiece::Impl::build_ascii_tables() {
     if (norm.clean_text && bert::is_clean_space(c)) n = U' ';
     if (norm.lowercase && n >= U'A' && n <= U'Z') n += U'a' - U'A';
     ascii_norm[c] = static_cast<int16_t>(n);
-    ascii_split[c] = bert::is_split_space(c);
-    ascii_punct[c] = bert::is_punct(c);
   }
 }
 

@@ -177,6 +177,30 @@ TEST_CASE("wordpiece: strip_accents false keeps the marks", "[wordpiece]") {
   CHECK(texts(wp, wp.encode_pieces("x\u08d4\u1b44")) == Strings{"[UNK]"});
 }
 
+TEST_CASE("wordpiece: no normalizer leaves the text as it is", "[wordpiece]") {
+  json doc = make_doc(kPieces);
+  doc["normalizer"] = nullptr;
+  const WordPiece wp = small(doc);
+  CHECK(texts(wp, wp.encode_pieces("cafe CAFE")) == Strings{"cafe", "[UNK]"});
+  CHECK(texts(wp, wp.encode_pieces("é")) == Strings{"é"});
+  // Without clean_text a NUL stays in the word, which nothing then covers.
+  CHECK(texts(wp, wp.encode_pieces(std::string("a\0b", 3))) == Strings{"[UNK]"});
+}
+
+TEST_CASE("wordpiece: BertProcessing and another continuation prefix", "[wordpiece]") {
+  json doc = make_doc({"un", "@@aff", "@@able", "##able", "@@n"});
+  doc["post_processor"] = {
+      {"type", "BertProcessing"}, {"cls", {"[SEP]", 3}}, {"sep", {"[CLS]", 2}}};
+  doc["model"]["continuing_subword_prefix"] = "@@";
+  doc["model"].erase("max_input_chars_per_word");  // default 100
+  const WordPiece wp = small(doc);
+  CHECK(wp.cls_id() == 3);
+  CHECK(wp.sep_id() == 2);
+  CHECK(texts(wp, wp.encode("unaffable", 8)) == Strings{"[SEP]", "un", "@@aff", "@@able", "[CLS]"});
+  CHECK(wp.encode_pieces("u" + std::string(99, 'n')).size() == 99);  // un, 98 x @@n
+  CHECK(texts(wp, wp.encode_pieces("u" + std::string(100, 'n'))) == Strings{"[UNK]"});
+}
+
 TEST_CASE("wordpiece: added tokens in the text are matched before normalization", "[wordpiece]") {
   const WordPiece wp = small();
   CHECK(texts(wp, wp.encode_pieces("hello [MASK] world")) == Strings{"hello", "[MASK]", "world"});

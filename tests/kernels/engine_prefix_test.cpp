@@ -5,6 +5,8 @@
 // which take the same code path: their logits must be equal bit for bit.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "kernels/kv/prefix_cache.h"
@@ -304,4 +306,30 @@ TEST_CASE("prefix cache: sliding layers are reused only where they still hold th
       }
     }
   }
+}
+
+TEST_CASE("prefix cache: gemma3 reuses a prefix longer than its 512-token window",
+          "[engine][model][slow]") {
+  if (!vsynth::test::have_default_model()) return;
+  ModelOptions o;
+  o.threads = 2;
+  o.context_length = 2048;
+  o.prefix_cache_bytes = int64_t{64} << 20;
+  auto m = Model::load(vsynth::test::default_model(), o);
+  REQUIRE(m->config().sliding_window == 512);
+  // ~1,000 tokens of real code: this engine's own source.
+  std::ifstream in(std::filesystem::path(VSYNTH_SOURCE_DIR) / "kernels/model/engine.cpp");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::vector<int32_t> all = m->tokenizer().encode(text);
+  REQUIRE(all.size() > 1100);
+  const std::vector<int32_t> a(all.begin(), all.begin() + 1000);
+  cached_run(*m, a, 0);
+  // Shares a's first 900 tokens (past window 512 + rollback margin 256), then differs.
+  auto b = concat(std::span(a).first(900), std::span(all).subspan(1000, 60));
+  const Run r = cached_run(*m, b, 2);
+  CHECK(r.cached == 896);
+  CHECK(r.rows == cold_run(*m, b, 896, 2).rows);
+  const PrefixStats st = m->kv_stats().prefix;
+  CHECK(st.hits == 1);
+  CHECK(st.cached_tokens == 896);
 }

@@ -65,9 +65,11 @@ nlohmann::json humaneval_task(int i) {
           {"entry_point", "add" + std::to_string(i)}};
 }
 
-std::string model_yaml(const std::string& extra_resources = "", bool chat = true) {
+std::string model_yaml(const std::string& extra_resources = "", bool chat = true,
+                       int kv_pool_mb = 0) {
   return "resources:\n  m: { use: model.gguf, with: { path: \"" + tiny_model(chat).string() +
-         "\", threads: 1, context_length: 1024 } }\n" + extra_resources;
+         "\", threads: 1, context_length: 1024, kv_pool_mb: " + std::to_string(kv_pool_mb) +
+         " } }\n" + extra_resources;
 }
 
 struct Run {
@@ -417,4 +419,69 @@ TEST_CASE("the model path falls back to $VSYNTH_MODEL, then the default file",
     CHECK_THAT(e.what(), Catch::Contains("setup-model.sh"));
   }
   fs::current_path(here);
+}
+
+TEST_CASE(
+    "kv_pool_mb: retries and tasks on the same file reuse the prompt's prefix, and the "
+    "text is the same as with the pool off",
+    "[generation][stage][kv_pool]") {
+  const auto reg = vsynth::test::full_registry();
+  const std::string stages = R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 4, temperature: 0.2 } }
+  check: { use: test.check, with: { pass_on: 3 } }
+edges:
+  - gen -> check
+  - check.pass -> out
+  - { from: check.retry, to: gen, back_edge: true, max_attempts: 5 }
+)";
+  const std::string file = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return ";
+  const std::vector<nlohmann::json> tasks{humaneval_task(1),
+                                          {{"task_id", "same/1"}, {"prefix", file}},
+                                          {{"task_id", "same/2"}, {"prefix", file}}};
+  const Run on = run(model_yaml("", true, 1) + stages, tasks, reg);
+  const Run off = run(model_yaml("", true, 0) + stages, tasks, reg);
+  REQUIRE(on.records.size() == 3);
+  REQUIRE(off.records.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(on.records[i].dump(2));
+    const auto& c_on = on.records[i]["facets"]["candidates"];
+    const auto& c_off = off.records[i]["facets"]["candidates"];
+    CHECK(c_on["candidates"][0]["text"] == c_off["candidates"][0]["text"]);
+    CHECK(c_on["kv_pool"]["prompt_tokens"] == c_on["prompt_tokens"]);
+    CHECK_FALSE(c_on["kv_pool"].contains("fallback"));
+    CHECK_FALSE(c_off.contains("kv_pool"));
+  }
+  // he/1's third attempt shares the first two's prompt up to their feedback.
+  const auto& he = on.records[0]["facets"]["candidates"];
+  CHECK(he["attempt"] == 3);
+  CHECK(he["kv_pool"]["hit"] == true);
+  CHECK(he["kv_pool"]["cached_tokens"].get<int>() >= 32);
+  // The two tasks on the same file: each attempt 3 reuses the blocks before `def sub`, where
+  // the feedback goes (published by the other task's attempts or its own).
+  for (size_t i = 1; i < 3; ++i) {
+    const auto& k = on.records[i]["facets"]["candidates"]["kv_pool"];
+    CHECK(k["hit"] == true);
+    CHECK(k["cached_tokens"].get<int>() > 0);
+    CHECK(k["cached_tokens"].get<int>() % 32 == 0);
+  }
+}
+
+TEST_CASE("warmup: the prompt is prefilled, nothing generated, the record says so",
+          "[generation][stage][kv_pool]") {
+  const auto reg = vsynth::test::full_registry();
+  const Run r =
+      run(model_yaml("", true, 1) + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, warmup: true } }
+edges: [ gen -> out ]
+)",
+          {{{"task_id", "w"}, {"prefix", "def f(x):\n    return x + 1\n\n\ndef g(y):\n"}}}, reg);
+  REQUIRE(r.records.size() == 1);
+  const auto& c = r.records[0]["facets"]["candidates"];
+  INFO(c.dump(2));
+  CHECK(c["warmed_tokens"] == c["prompt_tokens"]);
+  CHECK(c["warmed_tokens"].get<int>() > 32);
+  CHECK(c["candidates"].empty());
+  CHECK(c["kv_pool"]["hit"] == false);
 }

@@ -485,3 +485,40 @@ edges: [ gen -> out ]
   CHECK(c["candidates"].empty());
   CHECK(c["kv_pool"]["hit"] == false);
 }
+
+TEST_CASE(
+    "kv_pool: a prompt the pool cannot take falls back to a plain prefill, the record "
+    "says why",
+    "[generation][stage][kv_pool]") {
+  // The engine's budget in bytes (model.gguf's kv_pool_mb is whole MiB, far above this tiny
+  // model's prompts): one cached block of every layer.
+  const auto load = [](int64_t cache_bytes) {
+    vsynth::kernels::ModelOptions o;
+    o.threads = 1;
+    o.context_length = 1024;
+    o.prefix_cache_bytes = cache_bytes;
+    return vsynth::kernels::Model::load(tiny_model(false), o);
+  };
+  const vsynth::kernels::KvStats st = load(0)->kv_stats();
+  const int64_t entry = st.bytes_capacity / st.blocks_capacity * 2;  // 2 layers
+  const auto generate = [&](int64_t cache_bytes) {
+    auto res = std::make_shared<gen::ModelResource>(load(cache_bytes), tiny_model(false));
+    gen::GenerateSettings s;
+    s.decode.max_new_tokens = 4;
+    gen::GenerateStage stage(res, {}, s, 1, 0);
+    std::string file;  // 3 x 40 tokens: 3 blocks, over a budget of one
+    for (int i = 0; i < 3; ++i) file += "def f(x):\n    return x + 1\n\n\ndef g(y):\n";
+    graph::Item item(graph::Task{"t", {{"prefix", file}}}, 0);
+    stage.generate(item);
+    return item.find<gen::CandidatesFacet>()->to_json();
+  };
+  const nlohmann::json fell = generate(entry), plain = generate(0);
+  INFO(fell.dump(2));
+  REQUIRE(fell.contains("kv_pool"));
+  CHECK(fell["kv_pool"]["hit"] == false);
+  CHECK(fell["kv_pool"]["fallback"].get<std::string>().find(
+            "over its budget of " + std::to_string(entry) + " bytes") != std::string::npos);
+  REQUIRE(fell["candidates"].size() == 1);
+  CHECK(fell["candidates"][0]["text"] == plain["candidates"][0]["text"]);
+  CHECK_FALSE(plain.contains("kv_pool"));
+}

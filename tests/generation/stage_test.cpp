@@ -522,3 +522,48 @@ TEST_CASE(
   CHECK(fell["candidates"][0]["text"] == plain["candidates"][0]["text"]);
   CHECK_FALSE(plain.contains("kv_pool"));
 }
+
+TEST_CASE(
+    "kv_pool: at a cursor, a retry's feedback goes above the enclosing function and the "
+    "file before it is reused",
+    "[generation][stage][kv_pool]") {
+  const auto reg = vsynth::test::full_registry();
+  const std::string source =
+      "import os\n\n\ndef helper(a, b):\n    return a + b\n\n\ndef other(x):\n    return x\n\n\n"
+      "def target(x):\n    doc = \"\"\"\nat column 0 inside the function\n\"\"\"\n    y = "
+      "helper(x, 1)\n    return \n";
+  const std::size_t cursor = source.rfind("y = ") + 4;  // inside target's span
+  const Run r = run(model_yaml("", true, 1) + R"(
+stages:
+  anchor: { use: ast.anchor }
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 3, record_prompt: true } }
+  check: { use: test.check, with: { pass_on: 2 } }
+edges:
+  - anchor -> gen -> check
+  - check.pass -> out
+  - { from: check.retry, to: gen, back_edge: true, max_attempts: 3 }
+)",
+                    {{{"task_id", "cur"},
+                      {"path", "m.py"},
+                      {"source", source},
+                      {"cursor", {{"offset", cursor}}}}},
+                    reg);
+  REQUIRE(r.records.size() == 1);
+  const auto& c = r.records[0]["facets"]["candidates"];
+  INFO(c.dump(2));
+  CHECK(c["attempt"] == 2);
+  const std::string prompt = c["prompt"];
+  const std::size_t fb = prompt.find("# A previous attempt at the code below failed:\n");
+  REQUIRE(fb != std::string::npos);
+  CHECK(prompt.find("def other(x)") < fb);
+  // Right above the function the anchor found (not the last column-0 line, which is inside it):
+  // nothing but feedback comments between them.
+  const std::size_t unit = prompt.find("\ndef target(x):", fb);
+  REQUIRE(unit != std::string::npos);
+  for (std::size_t at = fb; at <= unit; at = prompt.find('\n', at) + 1) {
+    CHECK(prompt.compare(at, 2, "# ") == 0);
+  }
+  CHECK(prompt.ends_with("    y = "));
+  CHECK(c["kv_pool"]["hit"] == true);
+  CHECK(c["kv_pool"]["cached_tokens"].get<int>() >= 64);
+}

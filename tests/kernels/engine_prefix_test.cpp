@@ -192,7 +192,8 @@ TEST_CASE("prefix cache: eviction under a tiny budget is LRU, leaves first", "[e
   CHECK(cached_run(*m, A, 0).cached == 64);
 }
 
-TEST_CASE("prefix cache: a full budget never throws; the pool evicts before it fails", "[engine]") {
+TEST_CASE("prefix cache: a full budget never throws, and the pool evicts before it fails",
+          "[engine]") {
   auto probe = tiny_cached(int64_t{1} << 20);
   const int64_t entry = entry_bytes(*probe);
   SECTION("blocks held by live sequences are not evicted, new ones are not cached") {

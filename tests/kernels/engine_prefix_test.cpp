@@ -334,3 +334,38 @@ TEST_CASE("prefix cache: gemma3 reuses a prefix longer than its 512-token window
   CHECK(st.hits == 1);
   CHECK(st.cached_tokens == 896);
 }
+
+TEST_CASE("prefix cache: a key collision shortens a reuse, never serves other tokens' blocks",
+          "[engine]") {
+  KvGeometry g;
+  g.n_layers = 2;
+  g.n_kv_heads = 1;
+  g.head_dim_k = g.head_dim_v = 8;
+  g.block_tokens = kBt;
+  auto pool = std::make_shared<KvPool>(g, 64);
+  PrefixCache cache(pool, int64_t{1} << 20, {0, 0}, 0, /*identity=*/42);
+  const auto a = some_tokens(100, 64, 101), b = some_tokens(100, 64, 102);
+  const auto block = [](const std::vector<int32_t>& t, int i) {
+    return std::span(t).subspan(static_cast<size_t>(i) * kBt, kBt);
+  };
+  const int32_t ids[2] = {pool->allocate(), pool->allocate()};
+  // Block 0 of `b` stored under the key of `a`'s block 0, as a 64-bit collision would.
+  const uint64_t ka = PrefixCache::chain(cache.root(), block(a, 0));
+  REQUIRE(cache.publish(ka, cache.root(), block(b, 0), ids));
+  const PrefixCache::Found f = cache.lookup(a, 99);
+  CHECK(f.tokens == 0);  // the tokens differ: not a hit
+  // `a` itself cannot be published under the taken key (the engine then stops publishing that
+  // sequence's chain). Even a block cached below the colliding entry is never reached: the
+  // walk stops at the entry whose tokens differ.
+  CHECK_FALSE(cache.publish(ka, cache.root(), block(a, 0), ids));
+  REQUIRE(cache.publish(PrefixCache::chain(ka, block(a, 1)), ka, block(a, 1), ids));
+  CHECK(cache.lookup(a, 99).tokens == 0);
+  // A parent that is not cached is refused.
+  const uint64_t kb = PrefixCache::chain(cache.root(), block(b, 0));
+  CHECK_FALSE(
+      cache.publish(PrefixCache::chain(kb, block(b, 1)), /*parent=*/12345, block(b, 1), ids));
+  CHECK(cache.stats().entries == 2);
+  CHECK(pool->refcount(ids[0]) == 3);  // ours + the two entries'
+  pool->release(ids[0]);
+  pool->release(ids[1]);
+}

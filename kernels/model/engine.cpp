@@ -22,7 +22,6 @@
 #include <cmath>
 #include <functional>
 #include <initializer_list>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -318,9 +317,9 @@ void SequenceImpl::rollback(int32_t pos) {
   tokens_.resize(static_cast<size_t>(pos));
   logits_rows_ = 0;
   const size_t full = static_cast<size_t>(pos / kBlockTokens);
-  if (chain_.size() > full) {
+  if (chain_.size() >= full) {
     chain_.resize(full);
-    publish_stopped_ = false;  // the refused block is gone; its replacement may fit
+    publish_stopped_ = false;  // a refused block is gone or rewritten: its successor may fit
   }
 }
 

@@ -369,3 +369,31 @@ TEST_CASE("prefix cache: a key collision shortens a reuse, never serves other to
   pool->release(ids[0]);
   pool->release(ids[1]);
 }
+
+TEST_CASE(
+    "prefix cache: a sequence rolling back into adopted blocks never changes the cached "
+    "ones",
+    "[engine]") {
+  for (KvType kv : {KvType::F16, KvType::Int8}) {
+    INFO((kv == KvType::F16 ? "f16" : "int8"));
+    auto m = tiny_cached(int64_t{1} << 20, kv);
+    const auto prompt = some_tokens(200, 64, 111);
+    cached_run(*m, prompt, 0);
+    const Run before = cached_run(*m, prompt);
+    REQUIRE(before.cached == 192);
+    {
+      PrefixUse use;
+      auto s = m->new_sequence_with_prefix(prompt, &use);
+      REQUIRE(use.cached_tokens == 192);
+      // The adopted window allows as much rollback as a cold sequence at 192 would: to 159.
+      CHECK(s->min_rollback_position() == 3 * 32 + 64 - 1);
+      s->rollback(170);                      // inside adopted block 5 (int8: unsealed)
+      s->prefill(some_tokens(80, 64, 112));  // writes over positions 170..249
+      CHECK(s->position() == 250);
+    }
+    // The cached blocks are as they were: the same prompt gives the same logits again.
+    const Run after = cached_run(*m, prompt);
+    CHECK(after.cached == 192);
+    CHECK(after.rows == before.rows);
+  }
+}

@@ -21,6 +21,14 @@
 //   seq->rollback(mark + accepted);                            // drop the rejected tail
 //   std::unique_ptr<Sequence> alt = seq->fork();               // shares the prefix's KV blocks
 //
+// Prefix caching (ModelOptions::prefix_cache_bytes > 0; kernels/kv/prefix_cache.h): every
+// prefill() publishes the full KV blocks it completed; a sequence started with
+//   PrefixUse use;
+//   auto seq = model->new_sequence_with_prefix(prompt, &use);  // position() == use.cached_tokens
+//   logits = seq->prefill(std::span(prompt).subspan(seq->position()));
+// shares the longest cached run of the prompt's whole blocks and evaluates only the rest. Its
+// logits equal those of a cold sequence that prefilled the prompt in the same two pieces.
+//
 // Threading: a Model is immutable after load and shared (std::shared_ptr) by every sequence and
 // thread. Each Sequence is driven by one thread at a time; different sequences may run
 // concurrently (they share the model's KV block pool, which is locked). Compute runs in the
@@ -57,6 +65,29 @@ struct ModelOptions {
   // Sliding-window layers free blocks that fall out of their window, but keep this many extra
   // tokens so that rollback(pos) always works for position() - pos <= rollback_window.
   int32_t rollback_window = 256;
+  // Prefix cache budget (bytes of KV blocks it may hold, every layer counted); 0 = off. The pool
+  // grows by this much on top of kv_pool_tokens, so cached prefixes never starve live sequences
+  // (and when it is full, unreferenced cached blocks are evicted before allocation fails).
+  int64_t prefix_cache_bytes = 0;
+};
+
+// What new_sequence_with_prefix reused of one prompt.
+struct PrefixUse {
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;  // a multiple of KvStats::block_tokens, < prompt_tokens
+  bool hit() const { return cached_tokens > 0; }
+};
+
+// Prefix cache counters since load (all zero when the cache is off).
+struct PrefixStats {
+  int64_t lookups = 0;        // new_sequence_with_prefix calls
+  int64_t hits = 0;           // those that reused at least one block
+  int64_t lookup_tokens = 0;  // prompt tokens looked up
+  int64_t cached_tokens = 0;  // of those, served from cached blocks
+  int64_t evictions = 0;      // cached entries (one block index, every layer) evicted
+  int64_t bytes = 0;          // bytes of blocks the cache holds now
+  int64_t budget_bytes = 0;   // ModelOptions::prefix_cache_bytes
+  double hit_rate() const { return lookups > 0 ? static_cast<double>(hits) / lookups : 0.0; }
 };
 
 // KV memory accounting (bytes of the pool's blocks; a block shared by forks counts once).
@@ -66,6 +97,7 @@ struct KvStats {
   int64_t blocks_used = 0;
   int64_t blocks_capacity = 0;
   int32_t block_tokens = 0;  // tokens per block
+  PrefixStats prefix;
 };
 
 class Sequence;
@@ -90,6 +122,13 @@ class Model : public std::enable_shared_from_this<Model> {
 
   // A new, empty sequence (position 0). It keeps the model alive.
   virtual std::unique_ptr<Sequence> new_sequence() = 0;
+  // A new sequence holding the longest cached prefix of `prompt` (whole blocks, at least one
+  // token left to evaluate; position() == use->cached_tokens); the caller prefills the rest.
+  // With the cache off (or on a backend without one) it is new_sequence() and use says 0.
+  // Throws EngineError when the prompt's blocks alone need more than the cache's budget (the
+  // message names both), so a caller can fall back to new_sequence().
+  virtual std::unique_ptr<Sequence> new_sequence_with_prefix(std::span<const TokenId> prompt,
+                                                             PrefixUse* use);
 
  protected:
   Model() = default;

@@ -73,29 +73,38 @@ KvPool::~KvPool() {
 }
 
 int32_t KvPool::allocate() {
-  std::lock_guard lock(mu_);
-  int32_t id;
-  if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
-  } else if (next_fresh_ < capacity_) {
-    id = next_fresh_++;
-    auto& slab = slabs_[static_cast<size_t>(id / slab_blocks_)];
-    if (!slab) {
-      const int64_t first = static_cast<int64_t>(id / slab_blocks_) * slab_blocks_;
-      const size_t n = static_cast<size_t>(std::min<int64_t>(slab_blocks_, capacity_ - first));
-      slab.reset(
-          static_cast<std::byte*>(::operator new (n* block_bytes_, std::align_val_t{kAlign})));
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      int32_t id = -1;
+      if (!free_.empty()) {
+        id = free_.back();
+        free_.pop_back();
+      } else if (next_fresh_ < capacity_) {
+        id = next_fresh_++;
+        auto& slab = slabs_[static_cast<size_t>(id / slab_blocks_)];
+        if (!slab) {
+          const int64_t first = static_cast<int64_t>(id / slab_blocks_) * slab_blocks_;
+          const size_t n = static_cast<size_t>(std::min<int64_t>(slab_blocks_, capacity_ - first));
+          slab.reset(
+              static_cast<std::byte*>(::operator new (n* block_bytes_, std::align_val_t{kAlign})));
+        }
+      }
+      if (id >= 0) {
+        refs_[static_cast<size_t>(id)] = 1;
+        ++used_;
+        return id;
+      }
     }
-  } else {
-    throw EngineError("KV pool exhausted: all " + std::to_string(capacity_) + " blocks of " +
-                      std::to_string(g_.block_tokens) +
-                      " tokens are in use (raise ModelOptions::kv_pool_tokens, or release "
-                      "sequences)");
+    // Outside the lock: the reclaimer releases blocks back into this pool.
+    if (!reclaim_ || !reclaim_()) break;
   }
-  refs_[static_cast<size_t>(id)] = 1;
-  ++used_;
-  return id;
+  throw EngineError("KV pool exhausted: all " + std::to_string(capacity_) + " blocks of " +
+                    std::to_string(g_.block_tokens) + " tokens (" +
+                    std::to_string(capacity_ * static_cast<int64_t>(block_bytes_) >> 20) +
+                    " MiB) are in use by live sequences" +
+                    (reclaim_ ? ", after evicting every unreferenced cached prefix block" : "") +
+                    " (raise ModelOptions::kv_pool_tokens, or release sequences)");
 }
 
 void KvPool::retain(int32_t id) {
@@ -185,6 +194,26 @@ std::unique_ptr<KvSequence> KvSequence::fork() const {
     }
   }
   return s;
+}
+
+void KvSequence::adopt(std::vector<std::vector<int32_t>> blocks, int32_t n_tokens) {
+  const int32_t bt = pool_->geometry().block_tokens;
+  if (size_ != 0 || blocks.size() != layers_.size() || n_tokens % bt != 0) {
+    throw EngineError(
+        "KV sequence: adopt needs an empty sequence, one block list per layer and "
+        "a whole number of blocks");
+  }
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    layers_[l].blocks = std::move(blocks[l]);
+    layers_[l].sealed = n_tokens / bt;
+  }
+  size_ = n_tokens;
+  trim_sliding();
+}
+
+int32_t KvSequence::block_id(int32_t layer, int32_t index) const {
+  const Layer& L = layers_[static_cast<size_t>(layer)];
+  return index < static_cast<int32_t>(L.blocks.size()) ? L.blocks[static_cast<size_t>(index)] : -1;
 }
 
 int32_t KvSequence::writable_block(Layer& L, int32_t index) {

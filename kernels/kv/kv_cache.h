@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -52,8 +53,13 @@ class KvPool {
   size_t block_bytes() const { return block_bytes_; }
   int64_t capacity_blocks() const { return capacity_; }
 
-  // A free block with reference count 1. EngineError when every block is in use.
+  // A free block with reference count 1. When none is free, asks the reclaimer (the prefix
+  // cache: it evicts an unreferenced cached block) until one is; EngineError when every block is
+  // in use by live sequences.
   int32_t allocate();
+  // Called without the pool's lock held; returns false when it could free nothing. Set once,
+  // before sequences use the pool; cleared (empty function) by its owner's destructor.
+  void set_reclaimer(std::function<bool()> reclaim) { reclaim_ = std::move(reclaim); }
   void retain(int32_t id);
   void release(int32_t id);  // frees the block when the count reaches 0
   int32_t refcount(int32_t id) const;
@@ -84,6 +90,7 @@ class KvPool {
   std::vector<int32_t> free_;  // stack of free ids that have memory
   int32_t next_fresh_ = 0;     // ids >= this have never been used
   int64_t used_ = 0;
+  std::function<bool()> reclaim_;
 };
 
 // What attention reads for one layer of one sequence: keys/values at positions [0, n_keys)
@@ -111,6 +118,14 @@ class KvSequence {
 
   int32_t size() const { return size_; }
   const KvPool& pool() const { return *pool_; }
+
+  // Starts an empty sequence from n_tokens cached positions (a whole number of blocks):
+  // blocks[l] are layer l's block ids for indices [0, n_tokens / block_tokens), already
+  // retained for this sequence (-1 where a sliding layer does not need one). The blocks are
+  // full (int8: sealed), so they are only read, never written (copy-on-write protects them).
+  void adopt(std::vector<std::vector<int32_t>> blocks, int32_t n_tokens);
+  // Layer l's block at block index `index`, -1 when released or absent.
+  int32_t block_id(int32_t layer, int32_t index) const;
 
   // Stores keys k[m][H][dk] and values v[m][H][dv] of layer l at positions [size(), size()+m).
   // Every layer is written for the same positions; commit(size()+m) then makes them part of

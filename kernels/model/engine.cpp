@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "kernels/gguf/reader.h"
 #include "kernels/kv/attention.h"
 #include "kernels/kv/kv_cache.h"
+#include "kernels/kv/prefix_cache.h"
 #include "kernels/model/rope.h"
 #include "kernels/model/vec_math.h"
 #include "kernels/model/weights.h"
@@ -136,12 +138,14 @@ class SequenceImpl final : public Sequence {
   SequenceImpl(const SequenceImpl& other, std::unique_ptr<KvSequence> kv);
 
   std::span<const float> prefill(std::span<const TokenId> tokens) override {
-    return eval(tokens, false);
+    return eval(tokens, false, true);
   }
   std::span<const float> prefill_all(std::span<const TokenId> tokens) override {
-    return eval(tokens, true);
+    return eval(tokens, true, false);
   }
-  std::span<const float> decode(TokenId token) override { return eval({&token, 1}, false); }
+  std::span<const float> decode(TokenId token) override { return eval({&token, 1}, false, false); }
+  // Starts this (empty) sequence from a prefix cache hit (PrefixCache::lookup's blocks).
+  void adopt(PrefixCache::Found found, std::span<const TokenId> prompt);
 
   int32_t position() const override { return kv_->size(); }
   std::span<const TokenId> tokens() const override { return tokens_; }
@@ -153,7 +157,12 @@ class SequenceImpl final : public Sequence {
   const Model& model() const override;
 
  private:
-  std::span<const float> eval(std::span<const TokenId> tokens, bool all_logits);
+  // `publish`: hand the full blocks each chunk completes to the prefix cache (prefill only:
+  // verification drafts and decoded tokens are not worth caching on their own).
+  std::span<const float> eval(std::span<const TokenId> tokens, bool all_logits, bool publish);
+  // Publishes blocks [chain_.size(), upto / block_tokens) to the prefix cache; positions < p0
+  // are in tokens_, the rest in `fresh` (the tokens being evaluated).
+  void publish_blocks(int32_t upto, int32_t p0, std::span<const TokenId> fresh);
   // One chunk of m tokens at kv_->size(); writes logits of rows [first_logit_row, m) (or none
   // when first_logit_row == m) to logits_out.
   void forward(const TokenId* ids, int32_t m, int32_t first_logit_row, float* logits_out);
@@ -175,12 +184,19 @@ class SequenceImpl final : public Sequence {
   std::vector<TokenId> tokens_;
   std::vector<float> logits_;  // rows of vocab floats
   size_t logits_rows_ = 0;
+  // Prefix cache: the chain key of each full block seen so far; publishing stops for good at
+  // the first block the cache refused (its children could not be found under it either).
+  std::vector<uint64_t> chain_;
+  bool publish_stopped_ = false;
   // Scratch, sized for the largest chunk seen.
   std::vector<float> x_, h_, q_, k_, v_, att_, o_, g_, u_;
 };
 
 class ModelImpl final : public Model {
  public:
+  ~ModelImpl() override {
+    if (pool_) pool_->set_reclaimer({});  // the cache goes before the pool
+  }
   ModelImpl(GgufFile file, const ModelOptions& opt)
       : file_(std::move(file)),
         cfg_(read_model_config(file_)),
@@ -188,10 +204,11 @@ class ModelImpl final : public Model {
         tok_(load_vocab(file_)),
         opt_(opt) {
     if (opt_.threads < 0) throw EngineError("ModelOptions::threads must be >= 0");
-    if (opt_.context_length < 0 || opt_.kv_pool_tokens < 0 || opt_.rollback_window < 0) {
+    if (opt_.context_length < 0 || opt_.kv_pool_tokens < 0 || opt_.rollback_window < 0 ||
+        opt_.prefix_cache_bytes < 0) {
       throw EngineError(
-          "ModelOptions: context_length, kv_pool_tokens and rollback_window must "
-          "be >= 0");
+          "ModelOptions: context_length, kv_pool_tokens, rollback_window and "
+          "prefix_cache_bytes must be >= 0");
     }
     if (opt_.threads == 0) opt_.threads = tbb::info::default_concurrency();
     if (opt_.context_length == 0) opt_.context_length = cfg_.trained_context;
@@ -209,7 +226,7 @@ class ModelImpl final : public Model {
     g.type = opt_.kv_type;
     g.block_tokens = kBlockTokens;
     const int64_t blocks_per_layer = (opt_.kv_pool_tokens + kBlockTokens - 1) / kBlockTokens;
-    pool_ = std::make_shared<KvPool>(g, blocks_per_layer * cfg_.n_layers);
+    make_pool(g, blocks_per_layer * cfg_.n_layers);
     rope_full_ = std::make_unique<Rope>(cfg_.rope_kind, cfg_.rope_dims, cfg_.rope_base,
                                         cfg_.rope_freq_scale);
     rope_sliding_ = std::make_unique<Rope>(cfg_.rope_kind, cfg_.rope_dims, cfg_.rope_base_sliding,
@@ -231,6 +248,10 @@ class ModelImpl final : public Model {
   KvStats kv_stats() const override;
   std::string backend() const override;
   std::unique_ptr<Sequence> new_sequence() override;
+  std::unique_ptr<Sequence> new_sequence_with_prefix(std::span<const TokenId> prompt,
+                                                     PrefixUse* use) override;
+
+  PrefixCache* cache() const { return cache_.get(); }
 
   std::vector<int32_t> windows() const {
     std::vector<int32_t> w(static_cast<size_t>(cfg_.n_layers), 0);
@@ -248,7 +269,12 @@ class ModelImpl final : public Model {
   Tokenizer tok_;
   ModelOptions opt_;
   mutable tbb::task_arena arena_;
+  // The block pool, and with prefix_cache_bytes the cache on top of it (its budget added to
+  // the pool's capacity; the pool evicts cached blocks before it runs out).
+  void make_pool(const KvGeometry& g, int64_t sequence_blocks);
+
   std::shared_ptr<KvPool> pool_;
+  std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Rope> rope_full_, rope_sliding_;
 };
 
@@ -260,7 +286,11 @@ SequenceImpl::SequenceImpl(std::shared_ptr<ModelImpl> model)
       kv_(std::make_unique<KvSequence>(m_->pool(), m_->windows(), m_->opt().rollback_window)) {}
 
 SequenceImpl::SequenceImpl(const SequenceImpl& o, std::unique_ptr<KvSequence> kv)
-    : m_(o.m_), kv_(std::move(kv)), tokens_(o.tokens_) {
+    : m_(o.m_),
+      kv_(std::move(kv)),
+      tokens_(o.tokens_),
+      chain_(o.chain_),
+      publish_stopped_(o.publish_stopped_) {
   if (o.logits_rows_ > 0) {
     const size_t V = static_cast<size_t>(m_->cfg().vocab_size);
     logits_.assign(o.logits_.end() - static_cast<ptrdiff_t>(V), o.logits_.end());
@@ -286,9 +316,44 @@ void SequenceImpl::rollback(int32_t pos) {
   kv_->rollback(pos);
   tokens_.resize(static_cast<size_t>(pos));
   logits_rows_ = 0;
+  const size_t full = static_cast<size_t>(pos / kBlockTokens);
+  if (chain_.size() >= full) {
+    chain_.resize(full);
+    publish_stopped_ = false;  // a refused block is gone or rewritten: its successor may fit
+  }
 }
 
-std::span<const float> SequenceImpl::eval(std::span<const TokenId> tokens, bool all_logits) {
+void SequenceImpl::adopt(PrefixCache::Found found, std::span<const TokenId> prompt) {
+  kv_->adopt(std::move(found.blocks), found.tokens);
+  tokens_.assign(prompt.begin(), prompt.begin() + found.tokens);
+  chain_ = std::move(found.keys);
+}
+
+void SequenceImpl::publish_blocks(int32_t upto, int32_t p0, std::span<const TokenId> fresh) {
+  PrefixCache* cache = m_->cache();
+  if (!cache || publish_stopped_) return;
+  const int32_t n_layers = m_->cfg().n_layers;
+  std::vector<TokenId> block(static_cast<size_t>(kBlockTokens));
+  std::vector<int32_t> ids(static_cast<size_t>(n_layers));
+  for (int32_t b = static_cast<int32_t>(chain_.size()); b < upto / kBlockTokens; ++b) {
+    for (int32_t i = 0; i < kBlockTokens; ++i) {
+      const int32_t p = b * kBlockTokens + i;
+      block[static_cast<size_t>(i)] =
+          p < p0 ? tokens_[static_cast<size_t>(p)] : fresh[static_cast<size_t>(p - p0)];
+    }
+    for (int32_t l = 0; l < n_layers; ++l) ids[static_cast<size_t>(l)] = kv_->block_id(l, b);
+    const uint64_t parent = b == 0 ? cache->root() : chain_.back();
+    const uint64_t key = PrefixCache::chain(parent, block);
+    if (!cache->publish(key, parent, block, ids)) {
+      publish_stopped_ = true;
+      return;
+    }
+    chain_.push_back(key);
+  }
+}
+
+std::span<const float> SequenceImpl::eval(std::span<const TokenId> tokens, bool all_logits,
+                                          bool publish) {
   const ModelConfig& c = m_->cfg();
   const int32_t n = static_cast<int32_t>(tokens.size());
   if (n == 0) throw EngineError("prefill: no tokens to evaluate");
@@ -315,6 +380,8 @@ std::span<const float> SequenceImpl::eval(std::span<const TokenId> tokens, bool 
         const int32_t first_row = all_logits ? 0 : (last ? mm - 1 : mm);
         float* out = all_logits ? logits_.data() + static_cast<size_t>(done) * V : logits_.data();
         forward(tokens.data() + done, mm, first_row, out);
+        // Before commit: sliding layers still hold every block of this chunk.
+        if (publish) publish_blocks(kv_->size() + mm, p0, tokens);
         kv_->commit(kv_->size() + mm);
         done += mm;
       }
@@ -329,6 +396,7 @@ std::span<const float> SequenceImpl::eval(std::span<const TokenId> tokens, bool 
       kv_->rollback(committed);
       tokens_.insert(tokens_.end(), tokens.begin(), tokens.begin() + (committed - p0));
     }
+    chain_.resize(std::min(chain_.size(), static_cast<size_t>(kv_->size() / kBlockTokens)));
     throw;
   }
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
@@ -453,6 +521,33 @@ void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_ro
 // ---------------------------------------------------------------------------------------------
 // Model
 
+std::unique_ptr<Sequence> Model::new_sequence_with_prefix(std::span<const TokenId> prompt,
+                                                          PrefixUse* use) {
+  if (use) *use = {.prompt_tokens = static_cast<int32_t>(prompt.size()), .cached_tokens = 0};
+  return new_sequence();
+}
+
+void ModelImpl::make_pool(const KvGeometry& g, int64_t sequence_blocks) {
+  const int64_t budget = opt_.prefix_cache_bytes;
+  if (budget == 0) {
+    pool_ = std::make_shared<KvPool>(g, sequence_blocks);
+    return;
+  }
+  const int64_t block_bytes = static_cast<int64_t>(KvPool(g, 1).block_bytes());
+  const int64_t entry_bytes = block_bytes * g.n_layers;
+  if (budget < entry_bytes) {
+    throw EngineError("ModelOptions::prefix_cache_bytes " + std::to_string(budget) +
+                      " is below one cached block of every layer (" + std::to_string(entry_bytes) +
+                      " bytes: " + std::to_string(g.n_layers) + " layers x " +
+                      std::to_string(block_bytes) + "); use 0 to turn it off");
+  }
+  pool_ = std::make_shared<KvPool>(g, sequence_blocks + budget / block_bytes);
+  const uint64_t identity =
+      std::hash<std::string>{}(file_.name()) ^ static_cast<uint64_t>(w_.total_bytes);
+  cache_ = std::make_unique<PrefixCache>(pool_, budget, windows(), opt_.rollback_window, identity);
+  pool_->set_reclaimer([c = cache_.get()] { return c->reclaim(); });
+}
+
 std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const ModelOptions& options) {
   return std::make_shared<ModelImpl>(GgufFile::open(path), options);
 }
@@ -485,12 +580,47 @@ KvStats ModelImpl::kv_stats() const {
   s.bytes_used = s.blocks_used * static_cast<int64_t>(p.block_bytes());
   s.bytes_capacity = s.blocks_capacity * static_cast<int64_t>(p.block_bytes());
   s.block_tokens = p.geometry().block_tokens;
+  if (cache_) {
+    const PrefixCacheStats c = cache_->stats();
+    s.prefix = {.lookups = c.lookups,
+                .hits = c.hits,
+                .lookup_tokens = c.lookup_tokens,
+                .cached_tokens = c.cached_tokens,
+                .evictions = c.evictions,
+                .bytes = c.bytes,
+                .budget_bytes = c.budget_bytes};
+  }
   return s;
 }
 
 std::unique_ptr<Sequence> ModelImpl::new_sequence() {
   auto self = std::static_pointer_cast<ModelImpl>(shared_from_this());
   return std::make_unique<SequenceImpl>(std::move(self));
+}
+
+std::unique_ptr<Sequence> ModelImpl::new_sequence_with_prefix(std::span<const TokenId> prompt,
+                                                              PrefixUse* use) {
+  const int32_t n = static_cast<int32_t>(prompt.size());
+  if (use) *use = {.prompt_tokens = n, .cached_tokens = 0};
+  if (!cache_) return new_sequence();
+  // A prompt whose blocks cannot all be cached would evict everything and keep nothing.
+  const int64_t need = static_cast<int64_t>(n / kBlockTokens) * cfg_.n_layers *
+                       static_cast<int64_t>(pool_->block_bytes());
+  if (need > cache_->budget_bytes()) {
+    throw EngineError(
+        "prefix cache: a prompt of " + std::to_string(n) + " tokens needs " + std::to_string(need) +
+        " bytes of KV blocks (" + std::to_string(n / kBlockTokens) + " blocks x " +
+        std::to_string(cfg_.n_layers) + " layers x " + std::to_string(pool_->block_bytes()) +
+        "), over its budget of " + std::to_string(cache_->budget_bytes()) +
+        " bytes (ModelOptions::prefix_cache_bytes)");
+  }
+  auto self = std::static_pointer_cast<ModelImpl>(shared_from_this());
+  auto seq = std::make_unique<SequenceImpl>(std::move(self));
+  // At least one token is left to evaluate, so the caller's prefill returns the last logits.
+  PrefixCache::Found found = cache_->lookup(prompt, std::max(0, n - 1));
+  if (use) use->cached_tokens = found.tokens;
+  seq->adopt(std::move(found), prompt);
+  return seq;
 }
 
 }  // namespace vsynth::kernels

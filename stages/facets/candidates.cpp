@@ -67,6 +67,14 @@ nlohmann::json CandidatesFacet::to_json() const {
   j["attempt"] = attempt;
   j["prompt_tokens"] = prompt_tokens;
   j["prefill_ms"] = round_to(prefill_ms, 0.01);
+  if (warmup) j["warmed_tokens"] = prompt_tokens;
+  if (kv_pool) {
+    nlohmann::json k{{"cached_tokens", cached_tokens},
+                     {"prompt_tokens", prompt_tokens},
+                     {"hit", cached_tokens > 0}};
+    if (!kv_pool_fallback.empty()) k["fallback"] = valid_utf8(kv_pool_fallback);
+    j["kv_pool"] = std::move(k);
+  }
   if (record_prompt) j["prompt"] = valid_utf8(prompt);
   j["candidates"] = nlohmann::json::array();
   for (const Candidate& c : candidates) {

@@ -41,11 +41,19 @@ class CandidatesFacet : public graph::Facet {
   double prefill_ms = 0.0;
   int attempt = 1;
   bool record_prompt = false;  // include `prompt` in to_json
+  // Prefix KV cache (model.gguf `kv_pool_mb`): whether the prompt went through it, how many of
+  // its tokens came from cached blocks, and why it fell back to a plain prefill (empty: it did
+  // not). These depend on what was evaluated before (other tasks, earlier attempts).
+  bool kv_pool = false;
+  int32_t cached_tokens = 0;
+  std::string kv_pool_fallback;
+  bool warmup = false;  // the prompt was only prefilled (generate.llm `warmup`): no candidates
 
   // The most likely candidate (highest mean logprob per token), or nullptr when empty.
   const Candidate* best() const;
 
-  // {mode, format, attempt, prompt_tokens, prefill_ms, [prompt], candidates: [{code, text,
+  // {mode, format, attempt, prompt_tokens, prefill_ms, [warmed_tokens], [kv_pool:
+  // {cached_tokens, prompt_tokens, hit, [fallback]}], [prompt], candidates: [{code, text,
   // completion (when it differs from text), tokens, finish, finish_detail, logprob_sum,
   // decode_ms, tokens_per_s, seed, temperature, rejections, rollbacks}]}
   nlohmann::json to_json() const override;

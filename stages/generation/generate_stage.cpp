@@ -56,6 +56,32 @@ void GenerateStage::submit(graph::ItemPtr item, graph::Completion done) {
   workers_.submit(std::move(item), std::move(done));
 }
 
+std::vector<float> GenerateStage::prefill(const std::vector<kernels::TokenId>& prompt,
+                                          std::unique_ptr<kernels::Sequence>& seq,
+                                          CandidatesFacet& facet) {
+  kernels::Model& model = model_->model();
+  facet.kv_pool = model.options().prefix_cache_bytes > 0;
+  if (facet.kv_pool) {
+    // Health: any engine error on the cached path (a prompt over the budget, a pool that ran
+    // out) falls back to one plain prefill, and the record says why.
+    try {
+      kernels::PrefixUse use;
+      seq = model.new_sequence_with_prefix(prompt, &use);
+      const auto rest = std::span(prompt).subspan(static_cast<size_t>(seq->position()));
+      const std::span<const float> last = seq->prefill(rest);
+      facet.cached_tokens = use.cached_tokens;
+      return {last.begin(), last.end()};
+    } catch (const kernels::EngineError& e) {
+      facet.kv_pool_fallback = e.what();
+      facet.cached_tokens = 0;
+      seq.reset();
+    }
+  }
+  seq = model.new_sequence();
+  const std::span<const float> last = seq->prefill(prompt);
+  return {last.begin(), last.end()};
+}
+
 double GenerateStage::temperature_for(int attempt) const {
   const double t = settings_.decode.sampler.temperature +
                    std::max(0, attempt - 1) * settings_.retry_temperature_step;
@@ -84,10 +110,13 @@ void GenerateStage::generate(graph::Item& item) {
   facet.record_prompt = settings_.record_prompt;
 
   const auto t0 = clock::now();
-  std::unique_ptr<kernels::Sequence> base = model.new_sequence();
-  const std::span<const float> last = base->prefill(prompt.tokens);
-  const std::vector<float> logits(last.begin(), last.end());  // shared by every candidate
+  std::unique_ptr<kernels::Sequence> base;
+  const std::vector<float> logits = prefill(prompt.tokens, base, facet);  // shared by candidates
   facet.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  if (settings_.warmup) {
+    facet.warmup = true;
+    return;
+  }
 
   kernels::GenerateOptions opt = settings_.decode;
   opt.context_limit = ctx_len;
@@ -171,6 +200,7 @@ std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ct
   s.retry_temperature_step = p.number("retry_temperature_step");
   s.max_temperature = p.number("max_temperature");
   s.record_prompt = p.boolean("record_prompt");
+  s.warmup = p.boolean("warmup");
   try {
     s.decode.sampler.validate();
   } catch (const kernels::SamplerError& e) {
@@ -229,6 +259,10 @@ graph::Contract generate_contract() {
                  "hook rejections + rollbacks allowed per candidate"),
       P::integer("workers", 1, 1, 64, "items decoded at once, each on its own thread"),
       P::boolean("record_prompt", false, "write the prompt text into the results record"),
+      P::boolean("warmup", false,
+                 "prefill the prompt and generate nothing (no candidates; the record says "
+                 "warmed_tokens): with the model's kv_pool_mb on, a later request on the same "
+                 "file reuses its blocks, the way an editor warms a file when it is opened"),
   };
   return c;
 }

@@ -12,6 +12,12 @@
 // engine; graph threads never wait on a forward pass. With `workers: N`, N items decode at once
 // (each on its own sequence; they share the model's compute threads).
 //
+// Prefix KV cache: when the model resource has `kv_pool_mb`, the prompt goes through
+// Model::new_sequence_with_prefix, so only what follows its longest cached start is prefilled
+// (a retry's prompt shares everything before its feedback, prompt.h); the record's `kv_pool`
+// says how much was reused, or why it fell back to a plain prefill. `warmup: true` only
+// prefills (publishing the prompt's blocks) and generates nothing.
+//
 // Retries (Item::attempt() > 1, after a back edge) sample hotter (temperature_for) and the
 // prompt carries the latest feedback messages. Seeds derive from (seed, task id, attempt,
 // candidate), so a run is reproducible whatever order items arrive in. Parameters: see
@@ -50,6 +56,7 @@ struct GenerateSettings {
   double retry_temperature_step = 0.3;
   double max_temperature = 1.2;
   bool record_prompt = false;
+  bool warmup = false;  // prefill the prompt (into the model's prefix cache) and stop
 };
 
 class GenerateStage : public graph::AsyncStage {
@@ -62,6 +69,12 @@ class GenerateStage : public graph::AsyncStage {
 
   // The work for one item, on the calling thread (what the workers run). Throws on failure.
   void generate(graph::Item& item);
+
+  // A sequence holding the prompt evaluated: through the model's prefix cache when it has one
+  // (recording the reuse in `facet`), falling back to a plain prefill when the cache fails.
+  // Returns the last token's logits.
+  std::vector<float> prefill(const std::vector<kernels::TokenId>& prompt,
+                             std::unique_ptr<kernels::Sequence>& seq, CandidatesFacet& facet);
 
   // The temperature used on a given attempt (1-based).
   double temperature_for(int attempt) const;

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 namespace vsynth::stages::generation {
@@ -50,6 +51,7 @@ ModelSettings model_settings(const graph::Params& params) {
   s.kv_cache = params.string("kv_cache");
   s.threads = static_cast<int>(params.integer("threads"));
   s.context_length = static_cast<int32_t>(params.integer("context_length"));
+  s.kv_pool_mb = params.integer("kv_pool_mb");
   return s;
 }
 
@@ -84,6 +86,7 @@ std::shared_ptr<ModelResource> load_model(const ModelSettings& s) {
   }
   options.threads = s.threads;
   options.context_length = s.context_length;
+  options.prefix_cache_bytes = s.kv_pool_mb << 20;
   const fs::path path = resolve_model_path(s.path);
   try {
     std::shared_ptr<kernels::Model> model;
@@ -95,7 +98,11 @@ std::shared_ptr<ModelResource> load_model(const ModelSettings& s) {
     std::string chat_template(file.get_string_optional("tokenizer.chat_template").value_or(""));
     return std::make_shared<ModelResource>(std::move(model), path, std::move(chat_template));
   } catch (const std::exception& e) {
-    throw std::runtime_error("cannot load model `" + path.string() + "`: " + e.what());
+    const bool pool = std::string_view(e.what()).find("prefix_cache_bytes") != std::string::npos;
+    throw std::runtime_error(
+        "cannot load model `" + path.string() + "`: " + e.what() +
+        (pool ? " (model.gguf `kv_pool_mb`: " + std::to_string(s.kv_pool_mb) + ")"
+              : std::string()));
   }
 }
 
@@ -118,6 +125,14 @@ graph::ResourceContract model_contract() {
       graph::P::integer("threads", 0, 0, 1024, "compute threads; 0: every core"),
       graph::P::integer("context_length", 4096, 0, 1 << 20,
                         "positions per sequence; 0: the model's trained length"),
+      graph::P::integer(
+          "kv_pool_mb", 0, 0, 1 << 20,
+          "prefix KV cache in MiB (cpu backend); 0: off. Every prompt's full 32-token KV blocks "
+          "are kept (shared, LRU, least recently used evicted first) so a later prompt with the "
+          "same beginning (a retry, another task on the same file) evaluates only the rest. A "
+          "prompt whose blocks alone need more than this (tokens / 32 x layers x one block; "
+          "gemma-3-270m f16: 576 KiB per 32 tokens) falls back to a plain prefill, its record "
+          "saying why; below one block of every layer the model refuses to load"),
   };
   return c;
 }

@@ -5,7 +5,8 @@
 // Its parameters are documented in model_contract() (`vsynth stages model.gguf`).
 //
 //   resources:
-//     coder: { use: model.gguf, with: { path: "${VSYNTH_MODEL:-}", kv_cache: f16, threads: 2 } }
+//     coder: { use: model.gguf, with: { path: "${VSYNTH_MODEL:-}", kv_cache: f16, threads: 2,
+//                                       kv_pool_mb: 256 } }
 #pragma once
 
 #include <filesystem>
@@ -38,6 +39,7 @@ struct ModelSettings {
   std::string kv_cache = "f16";
   int threads = 0;
   int32_t context_length = 4096;
+  int64_t kv_pool_mb = 0;  // prefix KV cache budget in MiB; 0: off
 };
 ModelSettings model_settings(const graph::Params& params);
 

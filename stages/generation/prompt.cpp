@@ -41,14 +41,9 @@ std::string comment_leader(std::string_view lang) {
   return "// ";
 }
 
-// Feedback and context as comments above a completion prefix.
-std::string completion_header(const PromptParts& p) {
+// Feedback as comments, placed right above the unit being completed.
+std::string feedback_comments(const PromptParts& p) {
   std::string h;
-  if (!p.context.empty()) {
-    h += p.context;
-    if (h.back() != '\n') h += '\n';
-    h += '\n';
-  }
   const std::string c = comment_leader(p.language);
   for (const std::string& f : p.feedback) {
     h += c + "A previous attempt at the code below failed:\n";
@@ -61,6 +56,39 @@ std::string completion_header(const PromptParts& p) {
     }
   }
   return h;
+}
+
+// The context above a completion prefix, separated by a blank line.
+std::string context_header(const PromptParts& p) {
+  std::string h = p.context;
+  if (!h.empty()) {
+    if (h.back() != '\n') h += '\n';
+    h += '\n';
+  }
+  return h;
+}
+
+// Where the unit the anchor encloses (function, else class) starts in `prefix`: the line of
+// the unit's first byte, found by its text (the prefix may be context.prune's, not the file).
+std::size_t anchored_unit_start(const ast::AnchorFacet& a, std::string_view prefix) {
+  const ast::Anchor& an = a.anchor();
+  const ast::NodeInfo* unit =
+      an.function ? &*an.function : (an.enclosing_class ? &*an.enclosing_class : nullptr);
+  if (!unit) return std::string::npos;
+  const std::string_view src = a.file().source();
+  const std::size_t begin = unit->span.start_byte;
+  if (begin > an.byte || begin > src.size()) return std::string::npos;
+  const std::size_t line = src.rfind('\n', begin == 0 ? 0 : begin - 1);
+  const std::size_t line_start = line == std::string_view::npos || begin == 0 ? 0 : line + 1;
+  std::size_t line_end = src.find('\n', line_start);
+  if (line_end == std::string_view::npos || line_end > an.byte) line_end = an.byte;
+  const std::string_view header = src.substr(line_start, line_end - line_start);
+  if (header.empty()) return std::string::npos;
+  for (std::size_t at = prefix.rfind(header); at != std::string_view::npos;
+       at = at == 0 ? std::string_view::npos : prefix.rfind(header, at - 1)) {
+    if (at == 0 || prefix[at - 1] == '\n') return at;
+  }
+  return std::string::npos;
 }
 
 std::optional<TokenId> find_any(const kernels::Tokenizer& tok,
@@ -82,6 +110,21 @@ void append(const kernels::Tokenizer& tok, std::vector<TokenId>& out, std::strin
 }
 
 }  // namespace
+
+std::size_t top_level_line(std::string_view prefix, std::string_view comment) {
+  const std::string_view leader = comment.substr(0, comment.find(' '));  // "#", "//"
+  std::size_t best = 0;
+  for (std::size_t at = 0; at < prefix.size();) {
+    const char c = prefix[at];
+    const bool starts_unit = c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '}' &&
+                             c != ')' && c != ']' && !prefix.substr(at).starts_with(leader);
+    if (starts_unit) best = at;
+    const std::size_t nl = prefix.find('\n', at);
+    if (nl == std::string_view::npos) break;
+    at = nl + 1;
+  }
+  return best;
+}
 
 const char* to_string(PromptMode m) {
   return m == PromptMode::Complete ? "complete" : "instruct";
@@ -195,6 +238,12 @@ PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s
     }
   }
 
+  if (p.mode == PromptMode::Complete) {
+    const std::size_t at = anchor ? anchored_unit_start(*anchor, p.prefix) : std::string::npos;
+    p.unit_start =
+        at != std::string::npos ? at : top_level_line(p.prefix, comment_leader(p.language));
+  }
+
   const auto& fb = item.feedback();
   const std::size_t first =
       fb.size() > s.feedback_max_messages ? fb.size() - s.feedback_max_messages : 0;
@@ -277,7 +326,12 @@ Prompt render_prompt(const PromptParts& p, const kernels::Tokenizer& tok, std::s
     std::vector<TokenId> head;  // BOS, if the vocabulary adds one
     if (tok.add_bos()) head.push_back(tok.bos());
     kernels::EncodeOptions plain{.add_special = false, .parse_special = false};
-    std::vector<TokenId> body = tok.encode(completion_header(p) + p.prefix, plain);
+    // Stable first, each piece encoded alone: context + the file before the unit, feedback,
+    // the unit up to the cursor.
+    const std::size_t u = std::min(p.unit_start, p.prefix.size());
+    std::vector<TokenId> body = tok.encode(context_header(p) + p.prefix.substr(0, u), plain);
+    tok.encode(feedback_comments(p), body, plain);
+    tok.encode(std::string_view(p.prefix).substr(u), body, plain);
     std::vector<TokenId> tail;
     if (!p.suffix.empty() && fim_pre && fim_suf && fim_mid) {
       out.format = "fim";
@@ -295,7 +349,10 @@ Prompt render_prompt(const PromptParts& p, const kernels::Tokenizer& tok, std::s
                                   " fit before the generation's budget");
     }
     if (fixed + body.size() > max_tokens) {  // keep the text nearest the cursor
-      body.erase(body.begin(), body.end() - static_cast<std::ptrdiff_t>(max_tokens - fixed));
+      std::size_t drop = fixed + body.size() - max_tokens;
+      const std::size_t blocks = (drop + kKvBlockTokens - 1) / kKvBlockTokens * kKvBlockTokens;
+      if (blocks + kKvBlockTokens <= body.size()) drop = blocks;  // else too small to round
+      body.erase(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(drop));
     }
     out.tokens = std::move(head);
     out.tokens.insert(out.tokens.end(), body.begin(), body.end());

@@ -61,11 +61,23 @@ struct PromptParts {
   std::string entry_point;            // the function the tests call, when the task names it
   std::string context;                // the `context` facet's text, when there is one
   std::vector<std::string> feedback;  // earlier attempts' messages, oldest first
+  // complete: where in `prefix` the unit enclosing the cursor starts (a line start; the anchor's
+  // function, else its class, else the last line at column 0 that is not a comment or a
+  // closing bracket). Feedback goes there, so what comes before it stays the same on a retry.
+  std::size_t unit_start = 0;
 };
+
+// The last line of `prefix` that starts a top-level unit: begins at column 0 with something
+// other than a comment (`comment` is the language's leader, e.g. "# ") or a closing bracket.
+// 0 when there is none.
+std::size_t top_level_line(std::string_view prefix, std::string_view comment);
 
 // Throws std::invalid_argument naming the task and the fields that would do when the item has
 // nothing to prompt with for the mode.
 PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& settings);
+
+// The engine's KV block (kernels/model/engine.cpp): prompt truncation keeps multiples of it.
+inline constexpr std::size_t kKvBlockTokens = 32;
 
 struct Prompt {
   std::vector<kernels::TokenId> tokens;
@@ -75,8 +87,16 @@ struct Prompt {
 };
 
 // `max_tokens`: the prompt's budget (context length minus the generation's); a completion
-// prompt over it loses its oldest tokens (BOS kept), an instruct prompt over it throws
+// prompt over it loses its oldest tokens (BOS kept), a whole number of KV blocks of them
+// (kKvBlockTokens) when that still leaves a block, so that prompts growing by a few tokens (an
+// edit session, a retry's feedback) keep the same start; an instruct prompt over it throws
 // std::invalid_argument.
+//
+// Stable first (the prefix KV cache reuses a prompt's longest common start): a completion
+// prompt is [BOS][FIM prefix] context, the file before the enclosing unit, feedback comments,
+// the unit up to the cursor[, FIM suffix]; each piece is encoded on its own so that its tokens
+// do not depend on what follows it. An instruct prompt puts the context, then the request and
+// its code, then the feedback, last.
 Prompt render_prompt(const PromptParts& parts, const kernels::Tokenizer& tok,
                      std::size_t max_tokens, std::string_view chat_template = {});
 

@@ -211,3 +211,66 @@ TEST_CASE("candidate seeds and the best candidate", "[generation]") {
   CHECK(j["candidates"].size() == 2);
   CHECK_FALSE(j.contains("prompt"));
 }
+
+TEST_CASE("the unit enclosing the cursor starts at its top-level line", "[generation][prompt]") {
+  CHECK(gen::top_level_line("import os\n\ndef f():\n    x = 1\n    # c\n    ", "# ") ==
+        std::string("import os\n\n").size());
+  CHECK(gen::top_level_line("int g() {\n}\n// note\nint main() {\n  int x;\n", "// ") ==
+        std::string("int g() {\n}\n// note\n").size());
+  CHECK(gen::top_level_line("    indented only\n", "# ") == 0);
+  CHECK(gen::top_level_line("", "# ") == 0);
+}
+
+TEST_CASE(
+    "a retry's completion prompt keeps the first attempt's start: feedback goes above "
+    "the unit",
+    "[generation][prompt]") {
+  const std::string file =
+      "import a\n\ndef helper():\n    return 1\n\ndef target(x):\n    y = helper()\n    return ";
+  auto first = item({{"prefix", file}, {"language", "python"}});
+  auto retry = item({{"prefix", file}, {"language", "python"}});
+  retry.add_feedback("validate", "fail", "AssertionError: target(2) == 3");
+  add_context(first, "# file: b.py\ndef b():\n    pass\n");
+  add_context(retry, "# file: b.py\ndef b():\n    pass\n");
+  gen::PromptSettings s;
+  const gen::PromptParts p1 = gen::gather_prompt_parts(first, s);
+  const gen::PromptParts p2 = gen::gather_prompt_parts(retry, s);
+  CHECK(p1.unit_start == file.find("def target"));
+  Tokenizer tok = chat_tok({"<start_of_turn>", "<end_of_turn>"});
+  const gen::Prompt r1 = gen::render_prompt(p1, tok, 4000);
+  const gen::Prompt r2 = gen::render_prompt(p2, tok, 4000);
+  // The feedback sits right above `def target`, after the context and the rest of the file.
+  const std::size_t fb = r2.text.find(
+      "# A previous attempt at the code below failed:\n"
+      "# AssertionError: target(2) == 3\ndef target(x):");
+  REQUIRE(fb != std::string::npos);
+  CHECK(r2.text.find("def b()") < r2.text.find("def helper()"));
+  CHECK(r2.text.find("def helper()") < fb);
+  // Token for token, attempt 2 starts with everything attempt 1 has before the unit.
+  const gen::Prompt head = gen::render_prompt(
+      [&] {
+        gen::PromptParts h = p1;
+        h.prefix = file.substr(0, p1.unit_start);
+        return h;
+      }(),
+      tok, 4000);
+  REQUIRE(r1.tokens.size() > head.tokens.size());
+  CHECK(std::equal(head.tokens.begin(), head.tokens.end(), r1.tokens.begin()));
+  CHECK(std::equal(head.tokens.begin(), head.tokens.end(), r2.tokens.begin()));
+  CHECK(r1.text.ends_with("return "));
+  CHECK(r2.text.ends_with("return "));
+}
+
+TEST_CASE("completion truncation drops whole KV blocks, so a growing prefix keeps its start",
+          "[generation][prompt]") {
+  Tokenizer tok = chat_tok({});
+  gen::PromptParts p;
+  p.mode = gen::PromptMode::Complete;
+  p.prefix = std::string(200, 'a');  // 200 tokens
+  const gen::Prompt r1 = gen::render_prompt(p, tok, 100);
+  CHECK(r1.tokens.size() == 1 + 200 - 128);  // 101 over: 4 blocks (128 tokens) dropped
+  p.prefix += "b";                           // one more token typed
+  const gen::Prompt r2 = gen::render_prompt(p, tok, 100);
+  CHECK(r2.tokens.size() == r1.tokens.size() + 1);
+  CHECK(std::equal(r1.tokens.begin(), r1.tokens.end(), r2.tokens.begin()));
+}

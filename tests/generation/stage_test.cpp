@@ -65,9 +65,11 @@ nlohmann::json humaneval_task(int i) {
           {"entry_point", "add" + std::to_string(i)}};
 }
 
-std::string model_yaml(const std::string& extra_resources = "", bool chat = true) {
+std::string model_yaml(const std::string& extra_resources = "", bool chat = true,
+                       int kv_pool_mb = 0) {
   return "resources:\n  m: { use: model.gguf, with: { path: \"" + tiny_model(chat).string() +
-         "\", threads: 1, context_length: 1024 } }\n" + extra_resources;
+         "\", threads: 1, context_length: 1024, kv_pool_mb: " + std::to_string(kv_pool_mb) +
+         " } }\n" + extra_resources;
 }
 
 struct Run {
@@ -417,4 +419,151 @@ TEST_CASE("the model path falls back to $VSYNTH_MODEL, then the default file",
     CHECK_THAT(e.what(), Catch::Contains("setup-model.sh"));
   }
   fs::current_path(here);
+}
+
+TEST_CASE(
+    "kv_pool_mb: retries and tasks on the same file reuse the prompt's prefix, and the "
+    "text is the same as with the pool off",
+    "[generation][stage][kv_pool]") {
+  const auto reg = vsynth::test::full_registry();
+  const std::string stages = R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 4, temperature: 0.2 } }
+  check: { use: test.check, with: { pass_on: 3 } }
+edges:
+  - gen -> check
+  - check.pass -> out
+  - { from: check.retry, to: gen, back_edge: true, max_attempts: 5 }
+)";
+  const std::string file = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return ";
+  const std::vector<nlohmann::json> tasks{humaneval_task(1),
+                                          {{"task_id", "same/1"}, {"prefix", file}},
+                                          {{"task_id", "same/2"}, {"prefix", file}}};
+  const Run on = run(model_yaml("", true, 1) + stages, tasks, reg);
+  const Run off = run(model_yaml("", true, 0) + stages, tasks, reg);
+  REQUIRE(on.records.size() == 3);
+  REQUIRE(off.records.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(on.records[i].dump(2));
+    const auto& c_on = on.records[i]["facets"]["candidates"];
+    const auto& c_off = off.records[i]["facets"]["candidates"];
+    CHECK(c_on["candidates"][0]["text"] == c_off["candidates"][0]["text"]);
+    CHECK(c_on["kv_pool"]["prompt_tokens"] == c_on["prompt_tokens"]);
+    CHECK_FALSE(c_on["kv_pool"].contains("fallback"));
+    CHECK_FALSE(c_off.contains("kv_pool"));
+  }
+  // he/1's third attempt shares the first two's prompt up to their feedback.
+  const auto& he = on.records[0]["facets"]["candidates"];
+  CHECK(he["attempt"] == 3);
+  CHECK(he["kv_pool"]["hit"] == true);
+  CHECK(he["kv_pool"]["cached_tokens"].get<int>() >= 32);
+  // The two tasks on the same file: each attempt 3 reuses the blocks before `def sub`, where
+  // the feedback goes (published by the other task's attempts or its own).
+  for (size_t i = 1; i < 3; ++i) {
+    const auto& k = on.records[i]["facets"]["candidates"]["kv_pool"];
+    CHECK(k["hit"] == true);
+    CHECK(k["cached_tokens"].get<int>() > 0);
+    CHECK(k["cached_tokens"].get<int>() % 32 == 0);
+  }
+}
+
+TEST_CASE("warmup: the prompt is prefilled, nothing generated, the record says so",
+          "[generation][stage][kv_pool]") {
+  const auto reg = vsynth::test::full_registry();
+  const Run r =
+      run(model_yaml("", true, 1) + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, warmup: true } }
+edges: [ gen -> out ]
+)",
+          {{{"task_id", "w"}, {"prefix", "def f(x):\n    return x + 1\n\n\ndef g(y):\n"}}}, reg);
+  REQUIRE(r.records.size() == 1);
+  const auto& c = r.records[0]["facets"]["candidates"];
+  INFO(c.dump(2));
+  CHECK(c["warmed_tokens"] == c["prompt_tokens"]);
+  CHECK(c["warmed_tokens"].get<int>() > 32);
+  CHECK(c["candidates"].empty());
+  CHECK(c["kv_pool"]["hit"] == false);
+}
+
+TEST_CASE(
+    "kv_pool: a prompt the pool cannot take falls back to a plain prefill, the record "
+    "says why",
+    "[generation][stage][kv_pool]") {
+  // The engine's budget in bytes (model.gguf's kv_pool_mb is whole MiB, far above this tiny
+  // model's prompts): one cached block of every layer.
+  const auto load = [](int64_t cache_bytes) {
+    vsynth::kernels::ModelOptions o;
+    o.threads = 1;
+    o.context_length = 1024;
+    o.prefix_cache_bytes = cache_bytes;
+    return vsynth::kernels::Model::load(tiny_model(false), o);
+  };
+  const vsynth::kernels::KvStats st = load(0)->kv_stats();
+  const int64_t entry = st.bytes_capacity / st.blocks_capacity * 2;  // 2 layers
+  const auto generate = [&](int64_t cache_bytes) {
+    auto res = std::make_shared<gen::ModelResource>(load(cache_bytes), tiny_model(false));
+    gen::GenerateSettings s;
+    s.decode.max_new_tokens = 4;
+    gen::GenerateStage stage(res, {}, s, 1, 0);
+    std::string file;  // 3 x 40 tokens: 3 blocks, over a budget of one
+    for (int i = 0; i < 3; ++i) file += "def f(x):\n    return x + 1\n\n\ndef g(y):\n";
+    graph::Item item(graph::Task{"t", {{"prefix", file}}}, 0);
+    stage.generate(item);
+    return item.find<gen::CandidatesFacet>()->to_json();
+  };
+  const nlohmann::json fell = generate(entry), plain = generate(0);
+  INFO(fell.dump(2));
+  REQUIRE(fell.contains("kv_pool"));
+  CHECK(fell["kv_pool"]["hit"] == false);
+  CHECK(fell["kv_pool"]["fallback"].get<std::string>().find(
+            "over its budget of " + std::to_string(entry) + " bytes") != std::string::npos);
+  REQUIRE(fell["candidates"].size() == 1);
+  CHECK(fell["candidates"][0]["text"] == plain["candidates"][0]["text"]);
+  CHECK_FALSE(plain.contains("kv_pool"));
+}
+
+TEST_CASE(
+    "kv_pool: at a cursor, a retry's feedback goes above the enclosing function and the "
+    "file before it is reused",
+    "[generation][stage][kv_pool]") {
+  const auto reg = vsynth::test::full_registry();
+  const std::string source =
+      "import os\n\n\ndef helper(a, b):\n    return a + b\n\n\ndef other(x):\n    return x\n\n\n"
+      "def target(x):\n    doc = \"\"\"\nat column 0 inside the function\n\"\"\"\n    y = "
+      "helper(x, 1)\n    return \n";
+  const std::size_t cursor = source.rfind("y = ") + 4;  // inside target's span
+  const Run r = run(model_yaml("", true, 1) + R"(
+stages:
+  anchor: { use: ast.anchor }
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 3, record_prompt: true } }
+  check: { use: test.check, with: { pass_on: 2 } }
+edges:
+  - anchor -> gen -> check
+  - check.pass -> out
+  - { from: check.retry, to: gen, back_edge: true, max_attempts: 3 }
+)",
+                    {{{"task_id", "cur"},
+                      {"path", "m.py"},
+                      {"source", source},
+                      {"cursor", {{"offset", cursor}}}}},
+                    reg);
+  REQUIRE(r.records.size() == 1);
+  const auto& c = r.records[0]["facets"]["candidates"];
+  INFO(c.dump(2));
+  CHECK(c["attempt"] == 2);
+  const std::string prompt = c["prompt"];
+  const std::size_t fb = prompt.find("# A previous attempt at the code below failed:\n");
+  REQUIRE(fb != std::string::npos);
+  CHECK(prompt.find("def other(x)") < fb);
+  // Right above the function the anchor found (not the last column-0 line, which is inside it):
+  // nothing but feedback comments between them.
+  const std::size_t unit = prompt.find("\ndef target(x):", fb);
+  REQUIRE(unit != std::string::npos);
+  for (std::size_t at = fb; at <= unit; at = prompt.find('\n', at) + 1) {
+    CHECK(prompt.compare(at, 2, "# ") == 0);
+  }
+  CHECK(prompt.ends_with("    y = "));
+  CHECK(c["kv_pool"]["hit"] == true);
+  CHECK(c["kv_pool"]["cached_tokens"].get<int>() >= 64);
 }

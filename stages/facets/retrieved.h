@@ -41,9 +41,9 @@ class RetrievedFacet : public graph::Facet {
   std::string degraded_reason;  // why it is not "fusion", empty otherwise
   double min_score = 0;         // the threshold this task's search used
   uint32_t searched_chunks = 0, searched_files = 0;
-  double ms = 0;
+  double ms = 0;  // not in the record, which must not depend on timing
 
-  // {served_by, degraded_reason?, min_score, searched_chunks, searched_files, ms,
+  // {served_by, degraded_reason?, min_score, searched_chunks, searched_files,
   //  hits: [{path, name, kind, lines: [a, b], score, ranks: {lexical, dense, structural},
   //          outside_task?: true (the hit carries its text)}]}
   nlohmann::json to_json() const override;

@@ -129,6 +129,19 @@ std::vector<char32_t> decode_utf8(std::string_view s) {
   return out;
 }
 
+char32_t decode_utf8_strict(std::string_view s, size_t& offset) {
+  const size_t start = offset;
+  const char32_t cp = decode_utf8(s, offset);
+  const size_t len = offset - start;
+  // Smallest code point each length may encode; a longer form of a smaller value is overlong.
+  constexpr char32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (len > 1 && (cp < kMin[len] || (cp >= 0xD800 && cp <= 0xDFFF))) {
+    offset = start + 1;
+    return kReplacement;
+  }
+  return cp;
+}
+
 void append_utf8(std::string& out, char32_t cp) {
   const auto put = [&](uint32_t v) { out.push_back(static_cast<char>(v)); };
   if (cp < 0x80) {

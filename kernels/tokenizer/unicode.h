@@ -51,6 +51,11 @@ inline size_t utf8_lead_len(uint8_t lead) {
 char32_t decode_utf8(std::string_view s, size_t& offset);
 std::vector<char32_t> decode_utf8(std::string_view s);
 
+// The same with the Unicode standard's well-formedness rules (what Python and Rust decode):
+// overlong forms, surrogates and values above U+10FFFF are malformed too, each malformed byte
+// one U+FFFD.
+char32_t decode_utf8_strict(std::string_view s, size_t& offset);
+
 void append_utf8(std::string& out, char32_t cp);
 std::string to_utf8(char32_t cp);
 

@@ -11,6 +11,10 @@
 # into .cache/golden-models/ (not committed; their sha256 is pinned in synth_models.sha256,
 # which a run rewrites when the models change, and gguf/numpy in requirements-models.txt).
 #
+# WordPiece golden (make_wordpiece_golden.py): HF tokenizers' ids for all-MiniLM-L6-v2's
+# tokenizer.json (needs models/all-MiniLM-L6-v2, see setup-embedder.sh), run in .venv-golden/
+# with tokenizers pinned in requirements-encoder.txt; skipped with --skip-model.
+#
 # The first run builds llama.cpp from source inside `pip install llama-cpp-python`: about 25
 # minutes on 2 cores. Later runs reuse the environment and take seconds.
 set -euo pipefail
@@ -33,4 +37,12 @@ if [ "${1:-}" = "--skip-model" ]; then
   "$venv/bin/python" "$here/make_logits_golden.py" --only synth
 else
   "$venv/bin/python" "$here/make_logits_golden.py"
+fi
+if [ "${1:-}" != "--skip-model" ]; then
+  golden_venv="$root/.venv-golden"
+  if [ ! -x "$golden_venv/bin/python" ]; then
+    python3 -m venv "$golden_venv"
+  fi
+  "$golden_venv/bin/pip" install --quiet -r "$here/requirements-encoder.txt"
+  "$golden_venv/bin/python" "$here/make_wordpiece_golden.py"
 fi

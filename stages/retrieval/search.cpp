@@ -85,9 +85,13 @@ class Search {
     }
     return 0;
   }
+  // A chunk of the cursor's function: in its file, overlapping its rows, and not a container
+  // strictly around it (the class the method is in stays searchable).
   bool in_focus(const Chunk& c) const {
-    return q_.focus_first_line > 0 && c.path == q_.cursor_path &&
-           c.first_line >= q_.focus_first_line && c.last_line <= q_.focus_last_line;
+    if (q_.focus_first_line == 0 || c.path != q_.cursor_path) return false;
+    const bool overlaps = c.first_line <= q_.focus_last_line && c.last_line >= q_.focus_first_line;
+    const bool around = c.first_line < q_.focus_first_line && c.last_line > q_.focus_last_line;
+    return overlaps && !around;
   }
   // 0: the cursor's file; 1: a file it imports (its stem is a word of an import statement).
   int distance(const std::string& path) const {

@@ -51,7 +51,7 @@ struct SearchOptions {
 
 struct SearchQuery {
   std::string cursor_path;
-  std::string focus_text;                              // the cursor's function ("" when none)
+  std::string focus_text;  // the cursor's outermost function, else the rows around it
   uint32_t focus_first_line = 0, focus_last_line = 0;  // 1-based; 0: no focus
   std::vector<std::string> identifiers;                // nearest the cursor first
   std::vector<std::string> imports;                    // import statements of the cursor's file

@@ -57,8 +57,15 @@ SearchQuery query_of(const graph::Item& item, const ast::AnchorFacet& a,
   const ast::Anchor& anchor = a.anchor();
   SearchQuery q;
   q.cursor_path = file.path();
-  if (anchor.function) {
-    const ast::Span& s = anchor.function->span;
+  // The outermost function around the cursor (a lambda's or a nested function's too): its text
+  // is the query's, and no chunk of it is a hit.
+  const ast::NodeInfo* function = nullptr;
+  for (const ast::Scope& scope : anchor.scopes) {
+    if (scope.kind == ast::ScopeKind::Function) function = &scope.info;
+  }
+  if (!function && anchor.function) function = &*anchor.function;
+  if (function) {
+    const ast::Span& s = function->span;
     q.focus_text = std::string(file.source().substr(s.start_byte, s.end_byte - s.start_byte));
     q.focus_first_line = s.start.row + 1;
     q.focus_last_line = s.end.row + 1;

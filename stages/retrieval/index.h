@@ -69,20 +69,28 @@ std::vector<Chunk> chunk_file(std::string_view path, std::string_view text,
 
 struct IndexOptions {
   ChunkOptions chunks;
-  int hnsw_m = 16;                // hnswlib M
+  int hnsw_m = 16;  // hnswlib M
   int hnsw_ef_construction = 200;
-  int hnsw_ef_search = 64;        // raised to k when k is larger
-  uint32_t coarse_files = 0;      // files kept by the file-level filter; 0 = search all chunks
+  int hnsw_ef_search = 64;    // raised to k when k is larger
+  uint32_t coarse_files = 0;  // files kept by the file-level filter; 0 = search all chunks
+  // An index with fewer live chunks than this is searched by an exact scan instead of the
+  // graph (under ~1 ms at 384 dims): small repositories get exact, order-independent results.
+  uint32_t exact_below = 4096;
 };
 
 struct Hit {
   uint32_t chunk = 0;  // Index::chunk id
   double score = 0;    // cosine (dense) or BM25 (lexical); higher is better
+  // The chunk as it was when the search ran: a result set is one consistent view even when
+  // an update replaces the file (and frees or reuses the id) right after the search returns.
+  std::shared_ptr<const Chunk> data;
 };
 
 struct UpdateStats {
   uint32_t added = 0, removed = 0, reused_slots = 0;
   bool unchanged = false;  // same content hash as indexed: nothing done
+  uint32_t embedded = 0;   // texts sent to the embedder (chunks whose text is new to the file)
+  std::string skipped;     // why the file has no chunks (chunk_file's reason), or ""
   double embed_ms = 0, total_ms = 0;
 };
 
@@ -109,6 +117,13 @@ class Index {
   std::size_t chunk_count() const;
   std::size_t file_count() const;
   bool dense() const;  // has an embedder
+
+  // Indexed paths, sorted (after load(): what to re-validate against the disk).
+  std::vector<std::string> files() const;
+  // Indexed files `path` imports (file level: a file whose stem is a word of its imports).
+  std::vector<std::string> imports(std::string_view path) const;
+  // Elements of the hnswlib graph, deleted ones included (bounded under edits: slots reused).
+  std::size_t graph_elements() const;
 
   void save(const std::filesystem::path& dir) const;
   // Files in the loaded index with their content hashes (to re-validate against the disk).

@@ -12,9 +12,14 @@
 // Checks: N fits in the file (and under 100 MB, the format's own limit), the header parses as a
 // JSON object of objects, each dtype is a known one, each shape is a list of non-negative
 // integers whose product times the dtype size equals end - begin (without overflow), every
-// range lies inside the data section, and no two ranges overlap. Any violation throws
-// SafetensorsError naming the file, the tensor and what would be valid; no input crashes the
-// reader.
+// range lies inside the data section, and the ranges cover the data section exactly (no overlap,
+// no hole, no unindexed bytes at the end: the format's rule against polyglot files, which the
+// reference reader enforces too). Names and keys within an object are unique (a repeated one is
+// an error, not "the last one wins"). Unknown fields inside an entry are ignored. Any violation
+// throws SafetensorsError naming the file, the tensor (or the byte offset, for header-level
+// problems) and what would be valid:
+//   safetensors: <label>: tensor '<name>': <what> (<what would be valid>)
+// No input crashes the reader.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +50,7 @@ std::size_t element_size(StDType t);  // bytes
 struct SafetensorsTensor {
   std::string name;
   StDType dtype = StDType::F32;
-  std::vector<int64_t> shape;  // outermost first (row-major, the last dimension contiguous)
+  std::vector<int64_t> shape;       // outermost first (row-major, the last dimension contiguous)
   std::span<const std::byte> data;  // into the mapping; alignment is not guaranteed by the
                                     // format: read through memcpy or check before casting
   int64_t elements() const;
@@ -77,6 +82,7 @@ class SafetensorsFile {
   std::string label_;
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, std::string> metadata_;
+  std::map<std::string, std::size_t, std::less<>> index_;  // name -> position in tensors_
 };
 
 }  // namespace vsynth::kernels

@@ -189,8 +189,7 @@ void IndexResource::build() {
   if (!cache_path_.empty() && fs::exists(cache_path_)) {
     try {
       index_ = Index::load(cache_path_, embedder_, settings_.index);
-      std::istringstream list(read_file(cache_path_.string() + ".files"));
-      for (std::string line; std::getline(list, line);) cached_files.insert(line);
+      for (std::string& path : index_->files()) cached_files.insert(std::move(path));
       stats_.loaded = true;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "warning: retrieval.index `%s`: cache %s not used (%s); rebuilding\n",
@@ -212,10 +211,16 @@ void IndexResource::build() {
     }
     std::string text = read_file(root / path);
     const UpdateStats u = index_->update_file(path, text);
+    cached_files.erase(path);
+    changed |= !u.unchanged;
+    if (!u.skipped.empty()) {  // binary, not UTF-8, a 64 KiB line, unparsable: said, not indexed
+      std::fprintf(stderr, "warning: retrieval.index `%s`: %s skipped: %s\n",
+                   settings_.name.c_str(), path.c_str(), u.skipped.c_str());
+      ++stats_.skipped;
+      continue;
+    }
     ++stats_.files;
     (u.unchanged ? stats_.unchanged : stats_.indexed) += 1;
-    changed |= !u.unchanged;
-    cached_files.erase(path);
     texts_.emplace(path, std::move(text));
   }
   for (const std::string& gone : cached_files) {
@@ -229,8 +234,6 @@ void IndexResource::build() {
     try {
       fs::create_directories(cache_path_.parent_path());
       index_->save(cache_path_);
-      std::ofstream list(cache_path_.string() + ".files", std::ios::trunc);
-      for (const auto& [path, text] : texts_) list << path << '\n';
     } catch (const std::exception& e) {
       std::fprintf(stderr, "warning: retrieval.index `%s`: cannot save the cache at %s: %s\n",
                    settings_.name.c_str(), cache_path_.c_str(), e.what());

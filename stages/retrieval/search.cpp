@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "stages/retrieval/chunker.h"
+
 namespace vsynth::stages::retrieval {
 
 namespace {
@@ -32,7 +34,8 @@ class Search {
     for (const Hit& h : hits) {
       const uint32_t id = h.chunk * 2 + (task ? 1 : 0);
       if (!seen_.count(id)) {
-        Chunk c = task ? overlay_.chunk(h.chunk) : shared_.chunk(h.chunk);
+        // The chunk as the search saw it (an update after it may reuse the id).
+        Chunk c = h.data ? *h.data : (task ? overlay_.chunk(h.chunk) : shared_.chunk(h.chunk));
         seen_.emplace(id, Seen{task, h.chunk, std::move(c)});
       }
       if (in_focus(seen_.at(id).c)) continue;
@@ -76,7 +79,6 @@ class Search {
   }
 
   const Seen& seen(uint32_t id) const { return seen_.at(id); }
-  const Index& index_of(const Seen& s) const { return s.task ? overlay_ : shared_; }
 
  private:
   static double score_of(const std::vector<Hit>& hits, uint32_t chunk) {
@@ -93,18 +95,35 @@ class Search {
     const bool around = c.first_line < q_.focus_first_line && c.last_line > q_.focus_last_line;
     return overlaps && !around;
   }
-  // 0: the cursor's file; 1: a file it imports (its stem is a word of an import statement).
+  // 0: the cursor's file; 1: a file it imports (its stem is a word of an import statement);
+  // 2: a file one of those imports (the indexes' file level); -1: none of these.
   int distance(const std::string& path) const {
     if (path == q_.cursor_path) return 0;
+    if (imported(path)) return 1;
+    if (second_.empty() && !first_done_) collect_second();
+    return second_.count(path) ? 2 : -1;
+  }
+  void collect_second() const {
+    first_done_ = true;
+    for (const auto& [id, s] : seen_) {
+      if (s.c.path == q_.cursor_path || !imported(s.c.path)) continue;
+      for (const Index* index : {&shared_, &overlay_}) {
+        for (const std::string& p : index->imports(s.c.path)) {
+          if (p != q_.cursor_path && !imported(p)) second_.insert(p);
+        }
+      }
+    }
+  }
+  bool imported(const std::string& path) const {
     std::string stem = path.substr(path.find_last_of('/') + 1);
     stem = stem.substr(0, stem.find('.'));
     if (stem == "__init__" || stem == "index" || stem == "mod") {  // a package: its folder
       const std::size_t slash = path.find_last_of('/');
-      if (slash == std::string::npos) return -1;
+      if (slash == std::string::npos) return false;
       const std::string dir = path.substr(0, slash);
       stem = dir.substr(dir.find_last_of('/') + 1);
     }
-    if (stem.empty()) return -1;
+    if (stem.empty()) return false;
     for (const std::string& imp : q_.imports) {
       for (std::size_t at = imp.find(stem); at != std::string::npos; at = imp.find(stem, at + 1)) {
         auto word = [](char ch) {
@@ -112,10 +131,10 @@ class Search {
         };
         const bool left = at == 0 || !word(imp[at - 1]);
         const bool right = at + stem.size() >= imp.size() || !word(imp[at + stem.size()]);
-        if (left && right) return 1;
+        if (left && right) return true;
       }
     }
-    return -1;
+    return false;
   }
 
   const Index& shared_;
@@ -123,10 +142,12 @@ class Search {
   const SearchQuery& q_;
   const SearchOptions& o_;
   std::map<uint32_t, Seen> seen_;
+  mutable std::set<std::string> second_;  // files at import distance 2
+  mutable bool first_done_ = false;
 };
 
 // Rows first..last (1-based) of `text`.
-std::string lines_of(const std::string& text, uint32_t first, uint32_t last) {
+std::string lines_of(std::string_view text, uint32_t first, uint32_t last) {
   std::size_t at = 0;
   for (uint32_t row = 1; row < first && at != std::string::npos; ++row) {
     at = text.find('\n', at);
@@ -138,7 +159,23 @@ std::string lines_of(const std::string& text, uint32_t first, uint32_t last) {
     end = text.find('\n', end);
     if (end != std::string::npos) ++end;
   }
-  return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  return std::string(text.substr(at, end == std::string::npos ? std::string::npos : end - at));
+}
+
+// The lines of the whole unit `piece` is a piece of: its file chunked again (rare: only units
+// longer than max_tokens are split), the pieces of the same unit around it.
+void unit_lines(const Chunk& piece, std::string_view text, const ChunkOptions& options,
+                const Embedder* counter, uint32_t& first, uint32_t& last) {
+  if (text.empty()) return;
+  const std::vector<Chunk> chunks = chunk_source(piece.path, text, options, counter).chunks;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const Chunk& c = chunks[i];
+    if (c.name != piece.name || c.part != piece.part || c.first_line != piece.first_line) continue;
+    if (i < c.part || i - c.part + c.parts > chunks.size()) return;
+    first = chunks[i - c.part].first_line;
+    last = chunks[i - c.part + c.parts - 1].last_line;
+    return;
+  }
 }
 
 struct UnitHit {
@@ -165,7 +202,7 @@ std::string SearchQuery::text() const {
 facets::RetrievedFacet search(
     const Index& shared, const Index& overlay, const std::unordered_set<std::string>& exclude,
     const SearchQuery& q, const SearchOptions& o, const Embedder* embedder,
-    const std::function<const std::string*(const std::string&)>& repo_text) {
+    const std::function<std::string_view(const std::string&)>& file_text) {
   facets::RetrievedFacet out;
   out.served_by = embedder ? "fusion" : "lexical";
   out.searched_chunks = static_cast<uint32_t>(shared.chunk_count() + overlay.chunk_count());
@@ -208,19 +245,9 @@ facets::RetrievedFacet search(
   for (const auto& [id, raw] : reciprocal_rank_fusion(lists, o.rrf_k)) {
     const Seen& seen = s.seen(id);
     const Chunk& c = seen.c;
-    // The whole unit's lines: its pieces are consecutive chunks of the same unit (checked).
+    // The whole unit's lines: a piece of a long unit covers only part of it.
     uint32_t first = c.first_line, last = c.last_line;
-    if (c.parts > 1) {
-      const Index& index = s.index_of(seen);
-      for (uint32_t j = 0; j < c.parts; ++j) {
-        if (j == c.part || seen.chunk < c.part || seen.chunk - c.part + j >= index.chunk_count())
-          continue;
-        const Chunk p = index.chunk(seen.chunk - c.part + j);
-        if (p.path != c.path || p.name != c.name || p.part != j || p.parts != c.parts) continue;
-        first = std::min(first, p.first_line);
-        last = std::max(last, p.last_line);
-      }
-    }
+    if (c.parts > 1 && file_text) unit_lines(c, file_text(c.path), o.chunks, embedder, first, last);
     UnitHit& u = units[{seen.task, c.path, c.name, first}];
     facets::RetrievedFacet::Hit& h = u.hit;
     const double score = raw / best_possible;
@@ -265,9 +292,9 @@ facets::RetrievedFacet search(
   for (UnitHit& u : ranked) {
     if (out.hits.size() >= o.top_k) break;
     if (++per_file[u.hit.path] > o.per_file_cap) continue;
-    if (!q.task_paths.count(u.hit.path) && repo_text) {
-      if (const std::string* t = repo_text(u.hit.path)) {
-        u.hit.text = lines_of(*t, u.hit.first_line, u.hit.last_line);
+    if (!q.task_paths.count(u.hit.path) && file_text) {
+      if (const std::string_view t = file_text(u.hit.path); !t.empty()) {
+        u.hit.text = lines_of(t, u.hit.first_line, u.hit.last_line);
       }
     }
     out.hits.push_back(std::move(u.hit));

@@ -47,6 +47,7 @@ struct SearchOptions {
   double adaptive_raise = 0.3;
   double weight_lexical = 1, weight_dense = 1, weight_structural = 1;
   double rrf_k = 60;
+  ChunkOptions chunks;  // the indexes' own (to find the whole unit of a long unit's piece)
 };
 
 struct SearchQuery {
@@ -63,12 +64,14 @@ struct SearchQuery {
 };
 
 // `overlay` holds the task's files that differ from `shared` (paths in `exclude`); `embedder`
-// null: no dense list (served_by "lexical"). `repo_text` gives a shared file's text (for the
-// text of hits outside the task's files), or null.
-facets::RetrievedFacet search(
-    const Index& shared, const Index& overlay, const std::unordered_set<std::string>& exclude,
-    const SearchQuery& query, const SearchOptions& options, const Embedder* embedder,
-    const std::function<const std::string*(const std::string&)>& repo_text);
+// null: no dense list (served_by "lexical"). `file_text` gives the text the search saw for a
+// path (the task's version of a task file, else the repository's), or null: the whole lines of
+// a long unit split into pieces, and the text of hits outside the task's files, come from it.
+facets::RetrievedFacet search(const Index& shared, const Index& overlay,
+                              const std::unordered_set<std::string>& exclude,
+                              const SearchQuery& query, const SearchOptions& options,
+                              const Embedder* embedder,
+                              const std::function<std::string_view(const std::string&)>& file_text);
 
 // The simple name of a qualified one ("Cart.receipt" -> "receipt", "a::b" -> "b").
 std::string_view simple_name(std::string_view name);

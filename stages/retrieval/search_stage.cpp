@@ -92,6 +92,8 @@ SearchQuery query_of(const graph::Item& item, const ast::AnchorFacet& a,
       q.in_file_names.emplace(simple_name(u.name));
     }
   }
+  // The function's own name (a recursive call) says nothing about what the file supplies.
+  if (function) q.in_file_names.erase(std::string(function->name));
   return q;
 }
 
@@ -112,6 +114,7 @@ SearchStage::SearchStage(const graph::StageContext& ctx)
   options_.weight_dense = p.number("weight_dense");
   options_.weight_structural = p.number("weight_structural");
   options_.rrf_k = p.number("rrf_k");
+  options_.chunks = index_->settings().index.chunks;
 }
 
 graph::Port SearchStage::process(graph::Item& item) {
@@ -134,7 +137,11 @@ graph::Port SearchStage::process(graph::Item& item) {
   // --- the search ---
   facets::RetrievedFacet result =
       search(index_->index(), overlay, exclude, query, options_, index_->embedder().get(),
-             [&](const std::string& path) { return index_->text(path); });
+             [&](const std::string& path) -> std::string_view {
+               if (auto it = files.find(path); it != files.end()) return it->second;
+               const std::string* repo = index_->text(path);
+               return repo ? std::string_view(*repo) : std::string_view();
+             });
   result.degraded_reason = index_->degraded_reason();
   result.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

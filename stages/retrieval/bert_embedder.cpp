@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -133,8 +134,10 @@ class BertEmbedder final : public Embedder {
 
 }  // namespace
 
-std::shared_ptr<const Embedder> load_bert_embedder(const std::filesystem::path& dir,
-                                                   const BertEmbedderOptions& options) {
+namespace {
+
+std::shared_ptr<const Embedder> load_fresh(const std::filesystem::path& dir,
+                                           const BertEmbedderOptions& options) {
   const std::filesystem::path tokenizer_file = dir / "tokenizer.json";
   std::ifstream in(tokenizer_file, std::ios::binary);
   if (!in) {
@@ -148,6 +151,37 @@ std::shared_ptr<const Embedder> load_bert_embedder(const std::filesystem::path& 
   auto encoder = kernels::BertEncoder::load(dir, {options.threads, options.q8_0});
   return std::make_shared<BertEmbedder>(std::move(tokenizer), std::move(encoder), options,
                                         fmt::format("{:016x}", key_of(json).a));
+}
+
+// What identifies a loaded embedder: the directory, its files' sizes and modification times
+// (a file replaced on disk is loaded afresh) and the options.
+std::string load_key(const std::filesystem::path& dir, const BertEmbedderOptions& o) {
+  std::error_code ec;
+  std::string key = std::filesystem::weakly_canonical(dir, ec).string();
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    const std::filesystem::path f = dir / name;
+    const auto size = std::filesystem::file_size(f, ec);
+    const auto time = std::filesystem::last_write_time(f, ec).time_since_epoch().count();
+    key += fmt::format("|{}:{}:{}", name, ec ? 0 : size, ec ? 0 : time);
+  }
+  return key + fmt::format("|t{}|m{}|b{}|q{}", o.threads, o.max_tokens, o.batch, o.q8_0);
+}
+
+}  // namespace
+
+// Loaded once per process for each directory and options, and kept: every pipeline of the
+// process (a test binary runs hundreds; a server runs one per request batch) shares the weights
+// and the embedding cache. Results never depend on it: a cached row is the encoder's row.
+std::shared_ptr<const Embedder> load_bert_embedder(const std::filesystem::path& dir,
+                                                   const BertEmbedderOptions& options) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Embedder>> loaded;
+  const std::string key = load_key(dir, options);
+  std::lock_guard lock(mu);
+  if (auto it = loaded.find(key); it != loaded.end()) return it->second;
+  std::shared_ptr<const Embedder> e = load_fresh(dir, options);  // throws: nothing kept
+  loaded.emplace(key, e);
+  return e;
 }
 
 }  // namespace vsynth::stages::retrieval

@@ -56,12 +56,40 @@ struct Prepared {
   std::unordered_map<uint64_t, std::vector<float>> vectors;          // by text hash
 };
 
+// The parsed trees of the files updated last, for IndexOptions::reparse_files; its own
+// mutex (parsing runs outside the index's lock).
+class RecentParses {
+ public:
+  explicit RecentParses(uint32_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<const ast::ParsedFile> find(std::string_view path) const {
+    std::lock_guard lock(mutex_);
+    for (const auto& [p, file] : files_) {
+      if (p == path) return file;
+    }
+    return nullptr;
+  }
+  void put(std::string path, std::shared_ptr<const ast::ParsedFile> file) {
+    if (capacity_ == 0 || !file) return;
+    std::lock_guard lock(mutex_);
+    std::erase_if(files_, [&](const auto& e) { return e.first == path; });
+    files_.emplace(files_.begin(), std::move(path), std::move(file));  // most recent first
+    if (files_.size() > capacity_) files_.pop_back();
+  }
+
+ private:
+  uint32_t capacity_;
+  mutable std::mutex mutex_;
+  std::vector<std::pair<std::string, std::shared_ptr<const ast::ParsedFile>>> files_;
+};
+
 }  // namespace
 
 struct Index::Impl {
+  explicit Impl(const IndexOptions& o) : options(o), recent(o.reparse_files) {}
   std::shared_ptr<const Embedder> embedder;
   IndexOptions options;
   int dim = 0;
+  RecentParses recent;
 
   // shared: searches and reads; exclusive: the swap of a file. glibc's rwlock prefers
   // readers, so a steady stream of searches could starve an update: a writer holds `gate`
@@ -88,6 +116,14 @@ struct Index::Impl {
   std::span<const float> vector(uint32_t id) const {
     return {vectors.data() + static_cast<std::size_t>(id) * dim, static_cast<std::size_t>(dim)};
   }
+  // update_file's phases (see index.h).
+  UpdateStats update(std::string_view path, std::string_view text,
+                     std::shared_ptr<const ast::ParsedFile> parsed);
+  bool snapshot(std::string_view path, uint64_t hash, Prepared& p) const;  // true: unchanged
+  void prepare(std::string_view path, std::string_view text,
+               std::shared_ptr<const ast::ParsedFile> parsed, Prepared& p, UpdateStats& stats);
+  bool swap(std::string_view path, uint64_t hash, Prepared& p,
+            UpdateStats& stats);  // false: unchanged
   uint32_t take_slot(bool& reused);
   void drop_chunk(uint32_t id);
   void add_chunk(uint32_t id, Chunk chunk, uint64_t hash,
@@ -173,9 +209,8 @@ std::vector<Hit> Index::Impl::top(std::vector<std::pair<uint32_t, double>> score
 }
 
 Index::Index(std::shared_ptr<const Embedder> embedder, IndexOptions options)
-    : impl_(std::make_unique<Impl>()) {
+    : impl_(std::make_unique<Impl>(options)) {
   impl_->embedder = std::move(embedder);
-  impl_->options = options;
   if (impl_->embedder) {
     impl_->dim = impl_->embedder->dim();
     if (impl_->dim <= 0) {
@@ -191,74 +226,81 @@ Index::Index(std::shared_ptr<const Embedder> embedder, IndexOptions options)
 Index::~Index() = default;
 
 UpdateStats Index::update_file(std::string_view path, std::string_view text) {
-  const Clock::time_point start = Clock::now();
-  Impl& m = *impl_;
-  UpdateStats stats;
-  const uint64_t hash = fnv1a64(text);
+  return impl_->update(path, text, nullptr);
+}
 
-  // 1. What the index holds of the file now: the embedding of each of its chunk texts.
-  Prepared p;
-  {
-    auto lock = m.read_lock();
-    if (const FileEntry* f = m.files.find(path)) {
-      if (f->hash == hash) {
-        stats.unchanged = true;
-        stats.total_ms = ms_since(start);
-        return stats;
-      }
-      if (m.dense) {
-        for (const uint32_t id : f->chunks) {
-          const auto v = m.vector(id);
-          p.vectors.try_emplace(m.slots[id].text_hash, v.begin(), v.end());
-        }
-      }
+UpdateStats Index::update_file(std::shared_ptr<const ast::ParsedFile> file) {
+  const std::string path = file->path();
+  const std::string_view text = file->source();
+  return impl_->update(path, text, std::move(file));
+}
+
+bool Index::Impl::snapshot(std::string_view path, uint64_t hash, Prepared& p) const {
+  auto lock = read_lock();
+  const FileEntry* f = files.find(path);
+  if (f == nullptr) return false;
+  if (f->hash == hash) return true;
+  if (dense) {
+    for (const uint32_t id : f->chunks) {
+      const auto v = vector(id);
+      p.vectors.try_emplace(slots[id].text_hash, v.begin(), v.end());
     }
   }
+  return false;
+}
 
-  // 2. The new chunks, their terms and the embeddings of texts the file did not have (no
-  // lock: searches go on meanwhile).
-  p.file = chunk_source(path, text, m.options.chunks, m.embedder.get());
+void Index::Impl::prepare(std::string_view path, std::string_view text,
+                          std::shared_ptr<const ast::ParsedFile> parsed, Prepared& p,
+                          UpdateStats& stats) {
+  if (parsed) {
+    p.file = chunk_parsed(std::move(parsed), options.chunks, embedder.get());
+  } else {
+    const std::shared_ptr<const ast::ParsedFile> base = recent.find(path);
+    p.file = chunk_source(path, text, options.chunks, embedder.get(), base.get());
+  }
+  recent.put(std::string(path), p.file.parsed);
   stats.skipped = p.file.skipped;
+  for (const Chunk& c : p.file.chunks) {
+    p.hashes.push_back(fnv1a64(c.text));
+    p.terms.push_back(count_terms(bm25_terms(c.text, p.file.language)));
+  }
+  if (!dense) return;
+  // One embed call for the texts the file did not hold (each distinct text once).
   std::vector<std::string_view> texts;
   std::vector<uint64_t> text_hashes;
-  for (const Chunk& c : p.file.chunks) {
-    const uint64_t h = fnv1a64(c.text);
-    p.hashes.push_back(h);
-    p.terms.push_back(count_terms(bm25_terms(c.text, p.file.language)));
-    if (m.dense && p.vectors.count(h) == 0 &&
-        std::find(text_hashes.begin(), text_hashes.end(), h) == text_hashes.end()) {
-      texts.push_back(c.text);
-      text_hashes.push_back(h);
+  for (std::size_t i = 0; i < p.hashes.size(); ++i) {
+    const uint64_t h = p.hashes[i];
+    if (p.vectors.count(h) != 0 ||
+        std::find(text_hashes.begin(), text_hashes.end(), h) != text_hashes.end()) {
+      continue;
     }
+    texts.push_back(p.file.chunks[i].text);
+    text_hashes.push_back(h);
   }
-  if (!texts.empty()) {
-    const Clock::time_point embed_start = Clock::now();
-    const std::vector<float> rows = m.embedder->embed(texts);
-    stats.embed_ms = ms_since(embed_start);
-    stats.embedded = static_cast<uint32_t>(texts.size());
-    const std::size_t d = static_cast<std::size_t>(m.dim);
-    if (rows.size() != texts.size() * d) {
-      throw IndexError(fmt::format("{}: embedder {} returned {} floats for {} texts of dim {}",
-                                   path, m.embedder->fingerprint(), rows.size(), texts.size(),
-                                   m.dim));
-    }
-    for (std::size_t i = 0; i < texts.size(); ++i) {
-      p.vectors[text_hashes[i]].assign(rows.begin() + static_cast<std::ptrdiff_t>(i * d),
-                                       rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * d));
-    }
+  if (texts.empty()) return;
+  const Clock::time_point start = Clock::now();
+  const std::vector<float> rows = embedder->embed(texts);
+  stats.embed_ms = ms_since(start);
+  stats.embedded = static_cast<uint32_t>(texts.size());
+  const std::size_t d = static_cast<std::size_t>(dim);
+  if (rows.size() != texts.size() * d) {
+    throw IndexError(fmt::format("{}: embedder {} returned {} floats for {} texts of dim {}", path,
+                                 embedder->fingerprint(), rows.size(), texts.size(), dim));
   }
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    p.vectors[text_hashes[i]].assign(rows.begin() + static_cast<std::ptrdiff_t>(i * d),
+                                     rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * d));
+  }
+}
 
-  // 3. The swap: chunks whose text the file already had keep their id (their line numbers
-  // are updated), the others' ids are freed first and handed to the new chunks.
-  Impl::WriteLock lock(m);
+bool Index::Impl::swap(std::string_view path, uint64_t hash, Prepared& p, UpdateStats& stats) {
+  WriteLock lock(*this);
+  // Chunks whose text the file already had keep their id (their lines are updated); the
+  // others' ids are freed first and handed to the new chunks.
   std::unordered_multimap<uint64_t, uint32_t> old;
-  if (const FileEntry* f = m.files.find(path)) {
-    if (f->hash == hash) {  // another writer brought the same text meanwhile
-      stats.unchanged = true;
-      stats.total_ms = ms_since(start);
-      return stats;
-    }
-    for (const uint32_t id : f->chunks) old.emplace(m.slots[id].text_hash, id);
+  if (const FileEntry* f = files.find(path)) {
+    if (f->hash == hash) return false;  // another writer brought the same text meanwhile
+    for (const uint32_t id : f->chunks) old.emplace(slots[id].text_hash, id);
   }
   std::vector<int64_t> kept(p.file.chunks.size(), -1);
   for (std::size_t i = 0; i < kept.size(); ++i) {
@@ -267,7 +309,7 @@ UpdateStats Index::update_file(std::string_view path, std::string_view text) {
       old.erase(it);
     }
   }
-  for (const auto& [h, id] : old) m.drop_chunk(id);
+  for (const auto& [h, id] : old) drop_chunk(id);
   stats.removed = static_cast<uint32_t>(old.size());
 
   FileEntry entry;
@@ -280,21 +322,38 @@ UpdateStats Index::update_file(std::string_view path, std::string_view text) {
     Chunk& c = p.file.chunks[i];
     if (kept[i] >= 0) {
       const auto id = static_cast<uint32_t>(kept[i]);
-      m.slots[id].chunk = std::make_shared<const Chunk>(std::move(c));
+      slots[id].chunk = std::make_shared<const Chunk>(std::move(c));
       entry.chunks.push_back(id);
       continue;
     }
     bool reused = false;
-    const uint32_t id = m.take_slot(reused);
+    const uint32_t id = take_slot(reused);
     const auto v = p.vectors.find(p.hashes[i]);
-    m.add_chunk(id, std::move(c), p.hashes[i], p.terms[i],
-                v == p.vectors.end() ? nullptr : &v->second);
+    add_chunk(id, std::move(c), p.hashes[i], p.terms[i],
+              v == p.vectors.end() ? nullptr : &v->second);
     entry.chunks.push_back(id);
     ++stats.added;
     stats.reused_slots += reused ? 1 : 0;
   }
-  entry.mean = m.file_mean(entry.chunks);
-  m.files.put(std::move(entry));
+  entry.mean = file_mean(entry.chunks);
+  files.put(std::move(entry));
+  return true;
+}
+
+UpdateStats Index::Impl::update(std::string_view path, std::string_view text,
+                                std::shared_ptr<const ast::ParsedFile> parsed) {
+  const Clock::time_point start = Clock::now();
+  UpdateStats stats;
+  const uint64_t hash = fnv1a64(text);
+  // 1. What the index holds of the file: nothing to do, or the embeddings of its chunks.
+  Prepared p;
+  // 2. The new chunks, their terms and embeddings, outside the lock (searches go on).
+  // 3. The swap under the exclusive lock.
+  stats.unchanged = snapshot(path, hash, p);
+  if (!stats.unchanged) {
+    prepare(path, text, std::move(parsed), p, stats);
+    stats.unchanged = !swap(path, hash, p, stats);
+  }
   stats.total_ms = ms_since(start);
   return stats;
 }

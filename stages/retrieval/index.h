@@ -37,6 +37,10 @@
 #include "stages/facets/context.h"
 #include "stages/retrieval/embedder.h"
 
+namespace vsynth::stages::ast {
+class ParsedFile;
+}
+
 namespace vsynth::stages::retrieval {
 
 class IndexError : public std::runtime_error {
@@ -76,6 +80,12 @@ struct IndexOptions {
   // An index with fewer live chunks than this is searched by an exact scan instead of the
   // graph (under ~1 ms at 384 dims): small repositories get exact, order-independent results.
   uint32_t exact_below = 4096;
+  // Keep the parse trees of this many most recently updated files and parse their next
+  // version incrementally from the last one (an editor session saving one file again and
+  // again: a 2,000-line file re-parses in a fraction of a full parse). 0 (default): every
+  // text is parsed afresh, since tree-sitter's incremental tree is not always the tree a
+  // fresh parse gives (stages/ast/parse_cache.h), and chunks would depend on edit history.
+  uint32_t reparse_files = 0;
 };
 
 struct Hit {
@@ -100,6 +110,9 @@ class Index {
   ~Index();
 
   UpdateStats update_file(std::string_view path, std::string_view text);
+  // The same for a file already parsed (the cursor's file as ast.anchor parsed it): its path
+  // and source are the file's, and it is not parsed again.
+  UpdateStats update_file(std::shared_ptr<const ast::ParsedFile> file);
   void remove_file(std::string_view path);
   bool has_file(std::string_view path) const;
   std::optional<uint64_t> content_hash(std::string_view path) const;  // of the indexed text

@@ -34,6 +34,14 @@ using json = nlohmann::json;
 // Bump when anything written by save() changes meaning.
 constexpr int kFormat = 1;
 
+DenseOptions dense_options(const IndexOptions& o) {
+  DenseOptions d;
+  d.m = o.hnsw_m;
+  d.ef_construction = o.hnsw_ef_construction;
+  d.ef_search = o.hnsw_ef_search;
+  return d;
+}
+
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -41,6 +49,8 @@ double ms_since(Clock::time_point t) {
 std::string hex(uint64_t v) {
   return fmt::format("{:016x}", v);
 }
+
+struct Fail;  // load()'s error maker
 
 struct Slot {
   bool live = false;
@@ -124,6 +134,11 @@ struct Index::Impl {
                std::shared_ptr<const ast::ParsedFile> parsed, Prepared& p, UpdateStats& stats);
   bool swap(std::string_view path, uint64_t hash, Prepared& p,
             UpdateStats& stats);  // false: unchanged
+  // load()'s phases, on a new index.
+  void load_chunks(std::size_t slot_count, std::string_view lines, const Fail& fail);
+  void load_graph(const std::filesystem::path& file, std::string_view vector_bytes,
+                  const Fail& fail);
+  void load_files(const nlohmann::json& list, const Fail& fail);
   uint32_t take_slot(bool& reused);
   void drop_chunk(uint32_t id);
   void add_chunk(uint32_t id, Chunk chunk, uint64_t hash,
@@ -217,9 +232,7 @@ Index::Index(std::shared_ptr<const Embedder> embedder, IndexOptions options)
       throw IndexError(fmt::format("retrieval index: embedder {} has dimension {}, need > 0",
                                    impl_->embedder->fingerprint(), impl_->dim));
     }
-    impl_->dense = std::make_unique<DenseIndex>(
-        impl_->dim,
-        DenseOptions{options.hnsw_m, options.hnsw_ef_construction, options.hnsw_ef_search});
+    impl_->dense = std::make_unique<DenseIndex>(impl_->dim, dense_options(options));
   }
 }
 
@@ -609,11 +622,159 @@ void Index::save(const std::filesystem::path& dir) const {
   }
 }
 
+namespace {
+
+// Makes the IndexErrors of one load, each naming the directory.
+struct Fail {
+  const std::filesystem::path& dir;
+  IndexError operator()(const std::string& what) const {
+    return IndexError(fmt::format("{}: {}", dir.string(), what));
+  }
+};
+
+// Whose index it is: format version, embedder, chunking.
+void check_identity(const json& manifest, const Embedder* embedder, const IndexOptions& options,
+                    const Fail& fail) {
+  const int format = manifest.at("format").get<int>();
+  if (format != kFormat) {
+    throw fail(fmt::format("index format version {}, this build reads version {} (rebuild it)",
+                           format, kFormat));
+  }
+  const json saved = manifest.at("embedder");
+  const json ours = embedder
+                        ? json{{"fingerprint", embedder->fingerprint()}, {"dim", embedder->dim()}}
+                        : json(nullptr);
+  if (saved != ours) {
+    throw fail(fmt::format("index built with embedder {}, loading with {} (rebuild it)",
+                           embedder_name(saved), embedder_name(ours)));
+  }
+  const uint32_t max_tokens = manifest.at("options").at("max_tokens").get<uint32_t>();
+  if (max_tokens != options.chunks.max_tokens) {
+    throw fail(fmt::format("index chunked at max_tokens {}, loading with max_tokens {}", max_tokens,
+                           options.chunks.max_tokens));
+  }
+}
+
+// Every data file, checked against the manifest's size and checksum before anything parses it.
+std::unordered_map<std::string, std::string> read_checked(const std::filesystem::path& dir,
+                                                          const json& sums, bool dense,
+                                                          const Fail& fail) {
+  std::unordered_map<std::string, std::string> bytes;
+  for (const char* name : {"chunks.jsonl", "vectors.f32", "hnsw.bin"}) {
+    const bool needed = dense || std::string_view(name) == "chunks.jsonl";
+    if (!sums.contains(name)) {
+      if (needed) throw fail(fmt::format("the manifest lists no checksum for {}", name));
+      continue;
+    }
+    std::string b = read_file(dir / name);
+    const uint64_t size = sums.at(name).at("bytes").get<uint64_t>();
+    const std::string fnv = sums.at(name).at("fnv1a64").get<std::string>();
+    if (b.size() != size || hex(fnv1a64(b)) != fnv) {
+      throw fail(
+          fmt::format("{} is damaged: {} bytes, checksum {}; the manifest says {} bytes, "
+                      "checksum {}",
+                      name, b.size(), hex(fnv1a64(b)), size, fnv));
+    }
+    bytes.emplace(name, std::move(b));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+void Index::Impl::load_chunks(std::size_t slot_count, std::string_view lines, const Fail& fail) {
+  if (slot_count > UINT32_MAX) throw fail(fmt::format("{} slots", slot_count));
+  slots.resize(slot_count);
+  vectors.assign(slot_count * static_cast<std::size_t>(dim), 0.0f);
+  for (std::size_t line = 1; !lines.empty(); ++line) {
+    const std::size_t nl = lines.find('\n');
+    const json c = json::parse(lines.substr(0, nl));
+    lines = nl == std::string_view::npos ? std::string_view{} : lines.substr(nl + 1);
+    const uint32_t id = c.at("id").get<uint32_t>();
+    if (id >= slot_count || slots[id].live) {
+      throw fail(fmt::format("chunks.jsonl:{}: chunk id {} (of {} slots) out of range or repeated",
+                             line, id, slot_count));
+    }
+    Chunk chunk;
+    chunk.path = c.at("path").get<std::string>();
+    chunk.name = c.at("name").get<std::string>();
+    const auto kind = kind_named(c.at("kind").get<std::string>());
+    if (!kind)
+      throw fail(fmt::format("chunks.jsonl:{}: unknown kind {}", line, c.at("kind").dump()));
+    chunk.kind = *kind;
+    chunk.first_line = c.at("lines").at(0).get<uint32_t>();
+    chunk.last_line = c.at("lines").at(1).get<uint32_t>();
+    chunk.part = c.at("part").get<uint32_t>();
+    chunk.parts = c.at("parts").get<uint32_t>();
+    chunk.tokens = c.at("tokens").get<uint32_t>();
+    chunk.text = c.at("text").get<std::string>();
+    const uint64_t h = fnv1a64(chunk.text);
+    if (hex(h) != c.at("hash").get<std::string>()) {
+      throw fail(fmt::format("chunks.jsonl:{}: the text's hash is not the one saved", line));
+    }
+    const auto terms = c.at("terms").get<std::vector<std::pair<std::string, uint32_t>>>();
+    slots[id] = Slot{true, std::make_shared<const Chunk>(std::move(chunk)), h};
+    lexical.add(id, terms);
+    ++live;
+  }
+  for (uint32_t id = 0; id < slot_count; ++id) {
+    if (!slots[id].live) free.insert(id);
+  }
+}
+
+void Index::Impl::load_graph(const std::filesystem::path& file, std::string_view vector_bytes,
+                             const Fail& fail) {
+  if (vector_bytes.size() != vectors.size() * sizeof(float)) {
+    throw fail(fmt::format("vectors.f32 holds {} bytes, {} slots x dim {} need {}",
+                           vector_bytes.size(), slots.size(), dim, vectors.size() * sizeof(float)));
+  }
+  std::memcpy(vectors.data(), vector_bytes.data(), vector_bytes.size());
+  // hnswlib's loadIndex does not bounds-check what it reads: check the structure first.
+  if (std::string why = DenseIndex::check_file(file, dim); !why.empty()) {
+    throw fail("hnsw.bin: " + why);
+  }
+  dense = DenseIndex::load(file, dim, dense_options(options));
+  if (dense->elements() > slots.size()) {
+    throw fail(fmt::format("hnsw.bin: {} elements for {} slots", dense->elements(), slots.size()));
+  }
+  for (uint32_t id = 0; id < slots.size(); ++id) {
+    if (dense->live(id) != slots[id].live) {
+      throw fail(fmt::format("hnsw.bin: chunk {} is {} in the graph but {} in chunks.jsonl", id,
+                             dense->live(id) ? "live" : "absent",
+                             slots[id].live ? "live" : "absent"));
+    }
+  }
+}
+
+void Index::Impl::load_files(const json& list, const Fail& fail) {
+  std::size_t owned = 0;
+  for (const json& f : list) {
+    FileEntry e;
+    e.path = f.at("path").get<std::string>();
+    e.hash = std::stoull(f.at("hash").get<std::string>(), nullptr, 16);
+    e.chunks = f.at("chunks").get<std::vector<uint32_t>>();
+    e.imports = f.at("imports").get<std::string>();
+    e.skipped = f.at("skipped").get<std::string>();
+    e.stem = file_stem(e.path);
+    for (const uint32_t id : e.chunks) {
+      if (id >= slots.size() || !slots[id].live || slots[id].chunk->path != e.path) {
+        throw fail(fmt::format("manifest.json: file {} lists chunk {}, not one of its chunks",
+                               e.path, id));
+      }
+    }
+    owned += e.chunks.size();
+    e.mean = file_mean(e.chunks);
+    files.put(std::move(e));
+  }
+  if (owned != live) {
+    throw fail(
+        fmt::format("manifest.json: its files own {} chunks, chunks.jsonl holds {}", owned, live));
+  }
+}
+
 std::unique_ptr<Index> Index::load(const std::filesystem::path& dir,
                                    std::shared_ptr<const Embedder> embedder, IndexOptions options) {
-  const auto fail = [&](const std::string& what) {
-    return IndexError(fmt::format("{}: {}", dir.string(), what));
-  };
+  const Fail fail{dir};
   json manifest;
   try {
     manifest = json::parse(read_file(dir / "manifest.json"));
@@ -621,142 +782,13 @@ std::unique_ptr<Index> Index::load(const std::filesystem::path& dir,
     throw fail(fmt::format("manifest.json is not valid JSON: {}", e.what()));
   }
   try {
-    // 1. Whose index it is: format, embedder, chunking.
-    const int format = manifest.at("format").get<int>();
-    if (format != kFormat) {
-      throw fail(fmt::format("index format version {}, this build reads version {} (rebuild it)",
-                             format, kFormat));
-    }
-    const json saved = manifest.at("embedder");
-    const json ours = embedder
-                          ? json{{"fingerprint", embedder->fingerprint()}, {"dim", embedder->dim()}}
-                          : json(nullptr);
-    if (saved != ours) {
-      throw fail(fmt::format("index built with embedder {}, loading with {} (rebuild it)",
-                             embedder_name(saved), embedder_name(ours)));
-    }
-    const uint32_t max_tokens = manifest.at("options").at("max_tokens").get<uint32_t>();
-    if (max_tokens != options.chunks.max_tokens) {
-      throw fail(fmt::format("index chunked at max_tokens {}, loading with max_tokens {}",
-                             max_tokens, options.chunks.max_tokens));
-    }
-    // 2. Every file as the manifest says it was written, before anything parses it.
-    const json& sums = manifest.at("checksums");
-    std::unordered_map<std::string, std::string> bytes;
-    for (const char* name : {"chunks.jsonl", "vectors.f32", "hnsw.bin"}) {
-      if (!sums.contains(name)) continue;
-      std::string b = read_file(dir / name);
-      const uint64_t size = sums.at(name).at("bytes").get<uint64_t>();
-      const std::string fnv = sums.at(name).at("fnv1a64").get<std::string>();
-      if (b.size() != size || hex(fnv1a64(b)) != fnv) {
-        throw fail(
-            fmt::format("{} is damaged: {} bytes, checksum {}; the manifest says {} "
-                        "bytes, checksum {}",
-                        name, b.size(), hex(fnv1a64(b)), size, fnv));
-      }
-      bytes.emplace(name, std::move(b));
-    }
-    if (!bytes.count("chunks.jsonl") || (embedder && !bytes.count("hnsw.bin")) ||
-        (embedder && !bytes.count("vectors.f32"))) {
-      throw fail("the manifest lists no checksum for one of chunks.jsonl, vectors.f32, hnsw.bin");
-    }
-
+    check_identity(manifest, embedder.get(), options, fail);
+    const auto bytes = read_checked(dir, manifest.at("checksums"), embedder != nullptr, fail);
     auto index = std::make_unique<Index>(embedder, options);
     Impl& m = *index->impl_;
-    const std::size_t slots = manifest.at("slots").get<std::size_t>();
-    if (slots > UINT32_MAX) throw fail(fmt::format("{} slots", slots));
-    m.slots.resize(slots);
-    m.vectors.assign(slots * static_cast<std::size_t>(m.dim), 0.0f);
-
-    // 3. Chunks and their terms.
-    std::string_view rest = bytes.at("chunks.jsonl");
-    for (std::size_t line = 1; !rest.empty(); ++line) {
-      const std::size_t nl = rest.find('\n');
-      const json c = json::parse(rest.substr(0, nl));
-      rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
-      const uint32_t id = c.at("id").get<uint32_t>();
-      if (id >= slots || m.slots[id].live) {
-        throw fail(
-            fmt::format("chunks.jsonl:{}: chunk id {} (of {} slots) out of range or "
-                        "repeated",
-                        line, id, slots));
-      }
-      Chunk chunk;
-      chunk.path = c.at("path").get<std::string>();
-      chunk.name = c.at("name").get<std::string>();
-      const auto kind = kind_named(c.at("kind").get<std::string>());
-      if (!kind)
-        throw fail(fmt::format("chunks.jsonl:{}: unknown kind {}", line, c.at("kind").dump()));
-      chunk.kind = *kind;
-      chunk.first_line = c.at("lines").at(0).get<uint32_t>();
-      chunk.last_line = c.at("lines").at(1).get<uint32_t>();
-      chunk.part = c.at("part").get<uint32_t>();
-      chunk.parts = c.at("parts").get<uint32_t>();
-      chunk.tokens = c.at("tokens").get<uint32_t>();
-      chunk.text = c.at("text").get<std::string>();
-      const uint64_t h = fnv1a64(chunk.text);
-      if (hex(h) != c.at("hash").get<std::string>()) {
-        throw fail(fmt::format("chunks.jsonl:{}: the text's hash is not the one saved", line));
-      }
-      const auto terms = c.at("terms").get<std::vector<std::pair<std::string, uint32_t>>>();
-      m.slots[id] = Slot{true, std::make_shared<const Chunk>(std::move(chunk)), h};
-      m.lexical.add(id, terms);
-      ++m.live;
-    }
-    for (uint32_t id = 0; id < slots; ++id) {
-      if (!m.slots[id].live) m.free.insert(id);
-    }
-
-    // 4. Vectors and the graph, whose elements must be exactly the live chunks.
-    if (m.dense) {
-      const std::string& v = bytes.at("vectors.f32");
-      if (v.size() != m.vectors.size() * sizeof(float)) {
-        throw fail(fmt::format("vectors.f32 holds {} bytes, {} slots x dim {} need {}", v.size(),
-                               slots, m.dim, m.vectors.size() * sizeof(float)));
-      }
-      std::memcpy(m.vectors.data(), v.data(), v.size());
-      if (std::string why = DenseIndex::check_file(dir / "hnsw.bin", m.dim); !why.empty()) {
-        throw fail("hnsw.bin: " + why);
-      }
-      m.dense = DenseIndex::load(
-          dir / "hnsw.bin", m.dim,
-          DenseOptions{options.hnsw_m, options.hnsw_ef_construction, options.hnsw_ef_search});
-      for (uint32_t id = 0; id < slots; ++id) {
-        if (m.dense->live(id) != m.slots[id].live) {
-          throw fail(fmt::format("hnsw.bin: chunk {} is {} in the graph but {} in chunks.jsonl", id,
-                                 m.dense->live(id) ? "live" : "absent",
-                                 m.slots[id].live ? "live" : "absent"));
-        }
-      }
-      if (m.dense->elements() > slots) {
-        throw fail(fmt::format("hnsw.bin: {} elements for {} slots", m.dense->elements(), slots));
-      }
-    }
-
-    // 5. Files.
-    std::size_t owned = 0;
-    for (const json& f : manifest.at("files")) {
-      FileEntry e;
-      e.path = f.at("path").get<std::string>();
-      e.hash = std::stoull(f.at("hash").get<std::string>(), nullptr, 16);
-      e.chunks = f.at("chunks").get<std::vector<uint32_t>>();
-      e.imports = f.at("imports").get<std::string>();
-      e.skipped = f.at("skipped").get<std::string>();
-      e.stem = file_stem(e.path);
-      for (const uint32_t id : e.chunks) {
-        if (id >= slots || !m.slots[id].live || m.slots[id].chunk->path != e.path) {
-          throw fail(fmt::format("manifest.json: file {} lists chunk {}, not one of its chunks",
-                                 e.path, id));
-        }
-      }
-      owned += e.chunks.size();
-      e.mean = m.file_mean(e.chunks);
-      m.files.put(std::move(e));
-    }
-    if (owned != m.live) {
-      throw fail(fmt::format("manifest.json: its files own {} chunks, chunks.jsonl holds {}", owned,
-                             m.live));
-    }
+    m.load_chunks(manifest.at("slots").get<std::size_t>(), bytes.at("chunks.jsonl"), fail);
+    if (m.dense) m.load_graph(dir / "hnsw.bin", bytes.at("vectors.f32"), fail);
+    m.load_files(manifest.at("files"), fail);
     return index;
   } catch (const IndexError&) {
     throw;

@@ -10,12 +10,15 @@
 //   std::vector<Hit> l = index.search_lexical(query_text, 20, {});
 //   const Chunk& c = index.chunk(d[0].chunk);
 //
-// Updates: update_file replaces one file's chunks as a whole. Removed chunks are markDelete'd in
-// hnswlib and their labels reused by later chunks (addPoint on a deleted label updates that
-// slot), so the graph does not grow with edits. Readers never see a half-updated file: one
-// std::shared_mutex guards the index; searches hold it shared, update_file computes the new
-// chunks and their embeddings outside the lock and swaps them in under the exclusive lock
-// (hnswlib 0.6 is not safe for an insert concurrent with a search).
+// Updates: update_file replaces one file's chunks as a whole; chunks whose text the file
+// already held keep their id and embedding (only their lines move), so an edit of one
+// function embeds one chunk. Removed chunks are markDelete'd in hnswlib and their labels
+// reused by later chunks (a deleted label's element is updated in place), so the graph does
+// not grow with edits. Readers never see a half-updated file: one std::shared_mutex guards
+// the index; searches hold it shared, update_file computes the new chunks and their
+// embeddings outside the lock and swaps them in under the exclusive lock (hnswlib 0.6 is not
+// safe for an insert concurrent with a search), and each Hit carries the chunk as searched.
+// docs/architecture.md, "Retrieval", has the details.
 //
 // Persistence: save(dir) writes the chunks, terms, vectors and the hnswlib graph with a manifest
 // (format version, embedder fingerprint, options, per-file content hash); load(dir) refuses a
@@ -73,7 +76,8 @@ std::vector<Chunk> chunk_file(std::string_view path, std::string_view text,
 
 struct IndexOptions {
   ChunkOptions chunks;
-  int hnsw_m = 16;  // hnswlib M
+  // hnswlib M and ef_construction (a loaded index keeps those it was built with)
+  int hnsw_m = 16;
   int hnsw_ef_construction = 200;
   int hnsw_ef_search = 64;    // raised to k when k is larger
   uint32_t coarse_files = 0;  // files kept by the file-level filter; 0 = search all chunks

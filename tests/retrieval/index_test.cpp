@@ -320,6 +320,37 @@ TEST_CASE("remove_file and a file turned binary drop its chunks", "[retrieval]")
   CHECK_THROWS_AS(index.chunk(10'000), IndexError);
 }
 
+// An embedder that breaks its contract: rows short of dim floats each, or no dimension.
+class BrokenEmbedder final : public Embedder {
+ public:
+  explicit BrokenEmbedder(int dim) : dim_(dim) {}
+  int dim() const override { return dim_; }
+  const std::string& fingerprint() const override { return name_; }
+  uint32_t count_tokens(std::string_view text) const override {
+    return static_cast<uint32_t>(text.size() / 4 + 2);
+  }
+  std::vector<float> embed(std::span<const std::string_view> texts) const override {
+    return std::vector<float>(texts.size() * 3, 0.5f);
+  }
+
+ private:
+  int dim_;
+  std::string name_ = "broken";
+};
+
+TEST_CASE("an embedder that breaks its contract is an IndexError naming it", "[retrieval]") {
+  Index index(std::make_shared<BrokenEmbedder>(8), {});
+  try {
+    index.update_file(file_path(0), file_text(0, 2));
+    FAIL("no error");
+  } catch (const IndexError& e) {
+    CHECK(std::string(e.what()).find("embedder broken returned 6 floats for 2 texts of dim 8") !=
+          std::string::npos);
+  }
+  CHECK_FALSE(index.has_file(file_path(0)));  // nothing half-indexed
+  CHECK_THROWS_AS(Index(std::make_shared<BrokenEmbedder>(0), {}), IndexError);
+}
+
 TEST_CASE("readers never see a half-updated file", "[retrieval]") {
   // The writer alternates two versions of one file whose every chunk is marked with its
   // version; each result set must hold the chunks of one version, all of them.

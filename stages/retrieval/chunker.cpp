@@ -310,8 +310,27 @@ std::string unindexable(std::string_view text) {
   return "";
 }
 
-FileChunks chunk_source(std::string_view path, std::string_view text, const ChunkOptions& options,
+FileChunks chunk_parsed(std::shared_ptr<const ast::ParsedFile> file, const ChunkOptions& options,
                         const Embedder* counter) {
+  FileChunks out;
+  out.language = std::string(file->language().name());
+  if (std::string why = unindexable(file->source()); !why.empty()) {
+    out.skipped = std::move(why);
+    return out;
+  }
+  const std::shared_ptr<const context::FileUnits> units = context::extract_file_units(file);
+  for (const Unit& u : units->units) {
+    if (u.kind != facets::UnitKind::Import) continue;
+    out.imports += u.full;
+    if (u.full.empty() || u.full.back() != '\n') out.imports += '\n';
+  }
+  out.chunks = Chunker(*file, units->units, file->path(), options, counter).run();
+  out.parsed = std::move(file);
+  return out;
+}
+
+FileChunks chunk_source(std::string_view path, std::string_view text, const ChunkOptions& options,
+                        const Embedder* counter, const ast::ParsedFile* base) {
   FileChunks out;
   const ast::Language* language = ast::Language::find_for_path(path);
   if (language == nullptr) {
@@ -319,26 +338,24 @@ FileChunks chunk_source(std::string_view path, std::string_view text, const Chun
     return out;
   }
   out.language = std::string(language->name());
+  // Checked before parsing: tree-sitter on a 5 MB line or a binary is slow and meaningless.
   if (std::string why = unindexable(text); !why.empty()) {
     out.skipped = std::move(why);
     return out;
   }
   std::shared_ptr<const ast::ParsedFile> parsed;
   try {
-    parsed =
-        std::make_shared<const ast::ParsedFile>(std::string(path), *language, std::string(text));
+    if (base != nullptr && base->path() == path && &base->language() == language) {
+      parsed = std::make_shared<const ast::ParsedFile>(*base, std::string(text));
+    } else {
+      parsed =
+          std::make_shared<const ast::ParsedFile>(std::string(path), *language, std::string(text));
+    }
   } catch (const ast::AstError& e) {
     out.skipped = fmt::format("parse failed: {}", e.what());
     return out;
   }
-  const std::shared_ptr<const context::FileUnits> units = context::extract_file_units(parsed);
-  for (const Unit& u : units->units) {
-    if (u.kind != facets::UnitKind::Import) continue;
-    out.imports += u.full;
-    if (u.full.empty() || u.full.back() != '\n') out.imports += '\n';
-  }
-  out.chunks = Chunker(*parsed, units->units, path, options, counter).run();
-  return out;
+  return chunk_parsed(std::move(parsed), options, counter);
 }
 
 std::vector<Chunk> chunk_file(std::string_view path, std::string_view text,

@@ -20,22 +20,30 @@
 // tree-sitter cannot parse.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "stages/ast/parsed_file.h"
 #include "stages/retrieval/index.h"
 
 namespace vsynth::stages::retrieval {
 
 struct FileChunks {
-  std::vector<Chunk> chunks;  // in file order
-  std::string language;       // ast language name, "" when skipped before parsing
-  std::string imports;        // the import units' text, each ending in '\n'
-  std::string skipped;        // the reason there are no chunks, or ""
+  std::vector<Chunk> chunks;                      // in file order
+  std::shared_ptr<const ast::ParsedFile> parsed;  // what they came from (null when skipped)
+  std::string language;  // ast language name, "" when skipped before parsing
+  std::string imports;   // the import units' text, each ending in '\n'
+  std::string skipped;   // the reason there are no chunks, or ""
 };
 
+// `base`, when given (same path and language), is the file's previous version: the text is
+// parsed incrementally from its tree (ast::ParsedFile's next-version constructor).
 FileChunks chunk_source(std::string_view path, std::string_view text, const ChunkOptions& options,
+                        const Embedder* counter, const ast::ParsedFile* base = nullptr);
+// The chunks of a file already parsed (its path and source are the file's).
+FileChunks chunk_parsed(std::shared_ptr<const ast::ParsedFile> file, const ChunkOptions& options,
                         const Embedder* counter);
 
 // Why `text` is not indexable source (binary, not UTF-8, a line over 64 KiB), or "".

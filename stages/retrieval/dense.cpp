@@ -125,7 +125,7 @@ struct DenseIndex::Impl {
 };
 
 DenseIndex::DenseIndex(int dim, const DenseOptions& options)
-    : impl_(std::make_unique<Impl>(dim)), dim_(dim) {
+    : impl_(std::make_unique<Impl>(dim)), dim_(dim), repair_(options.repair_neighbours) {
   impl_->graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(
       &impl_->space, kInitialCapacity, static_cast<std::size_t>(options.m),
       static_cast<std::size_t>(options.ef_construction));
@@ -134,14 +134,20 @@ DenseIndex::DenseIndex(int dim, const DenseOptions& options)
   impl_->graph->setEf(static_cast<std::size_t>(std::max(options.ef_search, 1)));
 }
 
-DenseIndex::DenseIndex(std::unique_ptr<Impl> impl, int dim) : impl_(std::move(impl)), dim_(dim) {}
+DenseIndex::DenseIndex(std::unique_ptr<Impl> impl, int dim, float repair)
+    : impl_(std::move(impl)), dim_(dim), repair_(repair) {}
 
 DenseIndex::~DenseIndex() = default;
 
 void DenseIndex::set(uint32_t label, std::span<const float> vector) {
   hnswlib::HierarchicalNSW<float>& g = *impl_->graph;
-  const bool exists = g.label_lookup_.count(label) != 0;
-  if (!exists && g.cur_element_count >= g.max_elements_) g.resizeIndex(2 * g.max_elements_);
+  if (const auto it = g.label_lookup_.find(label); it != g.label_lookup_.end()) {
+    // addPoint's path for an existing label, with our repair probability.
+    if (g.isMarkedDeleted(it->second)) g.unmarkDeletedInternal(it->second);
+    g.updatePoint(vector.data(), it->second, repair_);
+    return;
+  }
+  if (g.cur_element_count >= g.max_elements_) g.resizeIndex(2 * g.max_elements_);
   g.addPoint(vector.data(), label);
 }
 
@@ -203,7 +209,8 @@ std::unique_ptr<DenseIndex> DenseIndex::load(const std::filesystem::path& file, 
     throw;
   }
   g.setEf(static_cast<std::size_t>(std::max(options.ef_search, 1)));
-  return std::unique_ptr<DenseIndex>(new DenseIndex(std::move(impl), dim));
+  return std::unique_ptr<DenseIndex>(
+      new DenseIndex(std::move(impl), dim, options.repair_neighbours));
 }
 
 }  // namespace vsynth::stages::retrieval

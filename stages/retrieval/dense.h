@@ -1,9 +1,10 @@
 // The dense half of the retrieval index: hnswlib's HierarchicalNSW<float> over
 // InnerProductSpace(dim) (distance 1 - dot; unit vectors make it cosine). Labels are the
 // index's chunk ids. A removed chunk is markDelete'd; a later set() of the same label (the
-// index hands freed ids out again) goes through hnswlib 0.6.2's addPoint on an existing
-// label, which unmarks the element and updates its vector and links in place
-// (hnswalg.h: addPoint -> unmarkDeletedInternal + updatePoint), so edits never grow the graph.
+// index hands freed ids out again) unmarks the element and updates its vector and links in
+// place, as hnswlib 0.6.2's addPoint on an existing label does (hnswalg.h: addPoint ->
+// unmarkDeletedInternal + updatePoint), so edits never grow the graph; see
+// DenseOptions::repair_neighbours for the one difference.
 // The element capacity doubles (resizeIndex) when full.
 //
 // Approximate: candidates() returns what the graph finds; Index re-ranks them exactly. Not
@@ -25,6 +26,12 @@ struct DenseOptions {
   int m = 16;
   int ef_construction = 200;
   int ef_search = 64;
+  // A replaced element's old neighbours whose own links are recomputed (hnswlib's
+  // updateNeighborProbability): addPoint uses 1.0, which re-links up to ~30 neighbours from
+  // their ~1,000 two-hop candidates, many times an insertion's cost. The replaced element
+  // itself is always linked afresh, both ways, as an insertion is; stale links into it from
+  // neighbours left unrepaired only lengthen a search path (bench_retrieval, dense_test).
+  float repair_neighbours = 0.0f;
 };
 
 class DenseIndex {
@@ -61,9 +68,10 @@ class DenseIndex {
 
  private:
   struct Impl;
-  explicit DenseIndex(std::unique_ptr<Impl> impl, int dim);
+  DenseIndex(std::unique_ptr<Impl> impl, int dim, float repair);
   std::unique_ptr<Impl> impl_;
   int dim_;
+  float repair_;
 };
 
 }  // namespace vsynth::stages::retrieval

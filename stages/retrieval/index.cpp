@@ -34,6 +34,14 @@ using json = nlohmann::json;
 // Bump when anything written by save() changes meaning.
 constexpr int kFormat = 1;
 
+DenseOptions dense_options(const IndexOptions& o) {
+  DenseOptions d;
+  d.m = o.hnsw_m;
+  d.ef_construction = o.hnsw_ef_construction;
+  d.ef_search = o.hnsw_ef_search;
+  return d;
+}
+
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -41,6 +49,8 @@ double ms_since(Clock::time_point t) {
 std::string hex(uint64_t v) {
   return fmt::format("{:016x}", v);
 }
+
+struct Fail;  // load()'s error maker
 
 struct Slot {
   bool live = false;
@@ -56,12 +66,40 @@ struct Prepared {
   std::unordered_map<uint64_t, std::vector<float>> vectors;          // by text hash
 };
 
+// The parsed trees of the files updated last, for IndexOptions::reparse_files; its own
+// mutex (parsing runs outside the index's lock).
+class RecentParses {
+ public:
+  explicit RecentParses(uint32_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<const ast::ParsedFile> find(std::string_view path) const {
+    std::lock_guard lock(mutex_);
+    for (const auto& [p, file] : files_) {
+      if (p == path) return file;
+    }
+    return nullptr;
+  }
+  void put(std::string path, std::shared_ptr<const ast::ParsedFile> file) {
+    if (capacity_ == 0 || !file) return;
+    std::lock_guard lock(mutex_);
+    std::erase_if(files_, [&](const auto& e) { return e.first == path; });
+    files_.emplace(files_.begin(), std::move(path), std::move(file));  // most recent first
+    if (files_.size() > capacity_) files_.pop_back();
+  }
+
+ private:
+  uint32_t capacity_;
+  mutable std::mutex mutex_;
+  std::vector<std::pair<std::string, std::shared_ptr<const ast::ParsedFile>>> files_;
+};
+
 }  // namespace
 
 struct Index::Impl {
+  explicit Impl(const IndexOptions& o) : options(o), recent(o.reparse_files) {}
   std::shared_ptr<const Embedder> embedder;
   IndexOptions options;
   int dim = 0;
+  RecentParses recent;
 
   // shared: searches and reads; exclusive: the swap of a file. glibc's rwlock prefers
   // readers, so a steady stream of searches could starve an update: a writer holds `gate`
@@ -88,6 +126,19 @@ struct Index::Impl {
   std::span<const float> vector(uint32_t id) const {
     return {vectors.data() + static_cast<std::size_t>(id) * dim, static_cast<std::size_t>(dim)};
   }
+  // update_file's phases (see index.h).
+  UpdateStats update(std::string_view path, std::string_view text,
+                     std::shared_ptr<const ast::ParsedFile> parsed);
+  bool snapshot(std::string_view path, uint64_t hash, Prepared& p) const;  // true: unchanged
+  void prepare(std::string_view path, std::string_view text,
+               std::shared_ptr<const ast::ParsedFile> parsed, Prepared& p, UpdateStats& stats);
+  bool swap(std::string_view path, uint64_t hash, Prepared& p,
+            UpdateStats& stats);  // false: unchanged
+  // load()'s phases, on a new index.
+  void load_chunks(std::size_t slot_count, std::string_view lines, const Fail& fail);
+  void load_graph(const std::filesystem::path& file, std::string_view vector_bytes,
+                  const Fail& fail);
+  void load_files(const nlohmann::json& list, const Fail& fail);
   uint32_t take_slot(bool& reused);
   void drop_chunk(uint32_t id);
   void add_chunk(uint32_t id, Chunk chunk, uint64_t hash,
@@ -173,92 +224,96 @@ std::vector<Hit> Index::Impl::top(std::vector<std::pair<uint32_t, double>> score
 }
 
 Index::Index(std::shared_ptr<const Embedder> embedder, IndexOptions options)
-    : impl_(std::make_unique<Impl>()) {
+    : impl_(std::make_unique<Impl>(options)) {
   impl_->embedder = std::move(embedder);
-  impl_->options = options;
   if (impl_->embedder) {
     impl_->dim = impl_->embedder->dim();
     if (impl_->dim <= 0) {
       throw IndexError(fmt::format("retrieval index: embedder {} has dimension {}, need > 0",
                                    impl_->embedder->fingerprint(), impl_->dim));
     }
-    impl_->dense = std::make_unique<DenseIndex>(
-        impl_->dim,
-        DenseOptions{options.hnsw_m, options.hnsw_ef_construction, options.hnsw_ef_search});
+    impl_->dense = std::make_unique<DenseIndex>(impl_->dim, dense_options(options));
   }
 }
 
 Index::~Index() = default;
 
 UpdateStats Index::update_file(std::string_view path, std::string_view text) {
-  const Clock::time_point start = Clock::now();
-  Impl& m = *impl_;
-  UpdateStats stats;
-  const uint64_t hash = fnv1a64(text);
+  return impl_->update(path, text, nullptr);
+}
 
-  // 1. What the index holds of the file now: the embedding of each of its chunk texts.
-  Prepared p;
-  {
-    auto lock = m.read_lock();
-    if (const FileEntry* f = m.files.find(path)) {
-      if (f->hash == hash) {
-        stats.unchanged = true;
-        stats.total_ms = ms_since(start);
-        return stats;
-      }
-      if (m.dense) {
-        for (const uint32_t id : f->chunks) {
-          const auto v = m.vector(id);
-          p.vectors.try_emplace(m.slots[id].text_hash, v.begin(), v.end());
-        }
-      }
+UpdateStats Index::update_file(std::shared_ptr<const ast::ParsedFile> file) {
+  const std::string path = file->path();
+  const std::string_view text = file->source();
+  return impl_->update(path, text, std::move(file));
+}
+
+bool Index::Impl::snapshot(std::string_view path, uint64_t hash, Prepared& p) const {
+  auto lock = read_lock();
+  const FileEntry* f = files.find(path);
+  if (f == nullptr) return false;
+  if (f->hash == hash) return true;
+  if (dense) {
+    for (const uint32_t id : f->chunks) {
+      const auto v = vector(id);
+      p.vectors.try_emplace(slots[id].text_hash, v.begin(), v.end());
     }
   }
+  return false;
+}
 
-  // 2. The new chunks, their terms and the embeddings of texts the file did not have (no
-  // lock: searches go on meanwhile).
-  p.file = chunk_source(path, text, m.options.chunks, m.embedder.get());
+void Index::Impl::prepare(std::string_view path, std::string_view text,
+                          std::shared_ptr<const ast::ParsedFile> parsed, Prepared& p,
+                          UpdateStats& stats) {
+  if (parsed) {
+    p.file = chunk_parsed(std::move(parsed), options.chunks, embedder.get());
+  } else {
+    const std::shared_ptr<const ast::ParsedFile> base = recent.find(path);
+    p.file = chunk_source(path, text, options.chunks, embedder.get(), base.get());
+  }
+  recent.put(std::string(path), p.file.parsed);
   stats.skipped = p.file.skipped;
+  for (const Chunk& c : p.file.chunks) {
+    p.hashes.push_back(fnv1a64(c.text));
+    p.terms.push_back(count_terms(bm25_terms(c.text, p.file.language)));
+  }
+  if (!dense) return;
+  // One embed call for the texts the file did not hold (each distinct text once).
   std::vector<std::string_view> texts;
   std::vector<uint64_t> text_hashes;
-  for (const Chunk& c : p.file.chunks) {
-    const uint64_t h = fnv1a64(c.text);
-    p.hashes.push_back(h);
-    p.terms.push_back(count_terms(bm25_terms(c.text, p.file.language)));
-    if (m.dense && p.vectors.count(h) == 0 &&
-        std::find(text_hashes.begin(), text_hashes.end(), h) == text_hashes.end()) {
-      texts.push_back(c.text);
-      text_hashes.push_back(h);
+  for (std::size_t i = 0; i < p.hashes.size(); ++i) {
+    const uint64_t h = p.hashes[i];
+    if (p.vectors.count(h) != 0 ||
+        std::find(text_hashes.begin(), text_hashes.end(), h) != text_hashes.end()) {
+      continue;
     }
+    texts.push_back(p.file.chunks[i].text);
+    text_hashes.push_back(h);
   }
-  if (!texts.empty()) {
-    const Clock::time_point embed_start = Clock::now();
-    const std::vector<float> rows = m.embedder->embed(texts);
-    stats.embed_ms = ms_since(embed_start);
-    stats.embedded = static_cast<uint32_t>(texts.size());
-    const std::size_t d = static_cast<std::size_t>(m.dim);
-    if (rows.size() != texts.size() * d) {
-      throw IndexError(fmt::format("{}: embedder {} returned {} floats for {} texts of dim {}",
-                                   path, m.embedder->fingerprint(), rows.size(), texts.size(),
-                                   m.dim));
-    }
-    for (std::size_t i = 0; i < texts.size(); ++i) {
-      p.vectors[text_hashes[i]].assign(rows.begin() + static_cast<std::ptrdiff_t>(i * d),
-                                       rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * d));
-    }
+  if (texts.empty()) return;
+  const Clock::time_point start = Clock::now();
+  const std::vector<float> rows = embedder->embed(texts);
+  stats.embed_ms = ms_since(start);
+  stats.embedded = static_cast<uint32_t>(texts.size());
+  const std::size_t d = static_cast<std::size_t>(dim);
+  if (rows.size() != texts.size() * d) {
+    throw IndexError(fmt::format("{}: embedder {} returned {} floats for {} texts of dim {}", path,
+                                 embedder->fingerprint(), rows.size(), texts.size(), dim));
   }
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    p.vectors[text_hashes[i]].assign(rows.begin() + static_cast<std::ptrdiff_t>(i * d),
+                                     rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * d));
+  }
+}
 
-  // 3. The swap: chunks whose text the file already had keep their id (their line numbers
-  // are updated), the others' ids are freed first and handed to the new chunks.
-  Impl::WriteLock lock(m);
+bool Index::Impl::swap(std::string_view path, uint64_t hash, Prepared& p, UpdateStats& stats) {
+  WriteLock lock(*this);
+  // Chunks whose text the file already had keep their id (their lines are updated); the
+  // others' ids are freed first and handed to the new chunks.
   std::unordered_multimap<uint64_t, uint32_t> old;
-  if (const FileEntry* f = m.files.find(path)) {
-    if (f->hash == hash) {  // another writer brought the same text meanwhile
-      stats.unchanged = true;
-      stats.total_ms = ms_since(start);
-      return stats;
-    }
-    for (const uint32_t id : f->chunks) old.emplace(m.slots[id].text_hash, id);
+  if (const FileEntry* f = files.find(path)) {
+    if (f->hash == hash) return false;  // another writer brought the same text meanwhile
+    for (const uint32_t id : f->chunks) old.emplace(slots[id].text_hash, id);
   }
   std::vector<int64_t> kept(p.file.chunks.size(), -1);
   for (std::size_t i = 0; i < kept.size(); ++i) {
@@ -267,7 +322,7 @@ UpdateStats Index::update_file(std::string_view path, std::string_view text) {
       old.erase(it);
     }
   }
-  for (const auto& [h, id] : old) m.drop_chunk(id);
+  for (const auto& [h, id] : old) drop_chunk(id);
   stats.removed = static_cast<uint32_t>(old.size());
 
   FileEntry entry;
@@ -280,21 +335,38 @@ UpdateStats Index::update_file(std::string_view path, std::string_view text) {
     Chunk& c = p.file.chunks[i];
     if (kept[i] >= 0) {
       const auto id = static_cast<uint32_t>(kept[i]);
-      m.slots[id].chunk = std::make_shared<const Chunk>(std::move(c));
+      slots[id].chunk = std::make_shared<const Chunk>(std::move(c));
       entry.chunks.push_back(id);
       continue;
     }
     bool reused = false;
-    const uint32_t id = m.take_slot(reused);
+    const uint32_t id = take_slot(reused);
     const auto v = p.vectors.find(p.hashes[i]);
-    m.add_chunk(id, std::move(c), p.hashes[i], p.terms[i],
-                v == p.vectors.end() ? nullptr : &v->second);
+    add_chunk(id, std::move(c), p.hashes[i], p.terms[i],
+              v == p.vectors.end() ? nullptr : &v->second);
     entry.chunks.push_back(id);
     ++stats.added;
     stats.reused_slots += reused ? 1 : 0;
   }
-  entry.mean = m.file_mean(entry.chunks);
-  m.files.put(std::move(entry));
+  entry.mean = file_mean(entry.chunks);
+  files.put(std::move(entry));
+  return true;
+}
+
+UpdateStats Index::Impl::update(std::string_view path, std::string_view text,
+                                std::shared_ptr<const ast::ParsedFile> parsed) {
+  const Clock::time_point start = Clock::now();
+  UpdateStats stats;
+  const uint64_t hash = fnv1a64(text);
+  // 1. What the index holds of the file: nothing to do, or the embeddings of its chunks.
+  Prepared p;
+  // 2. The new chunks, their terms and embeddings, outside the lock (searches go on).
+  // 3. The swap under the exclusive lock.
+  stats.unchanged = snapshot(path, hash, p);
+  if (!stats.unchanged) {
+    prepare(path, text, std::move(parsed), p, stats);
+    stats.unchanged = !swap(path, hash, p, stats);
+  }
   stats.total_ms = ms_since(start);
   return stats;
 }
@@ -550,11 +622,159 @@ void Index::save(const std::filesystem::path& dir) const {
   }
 }
 
+namespace {
+
+// Makes the IndexErrors of one load, each naming the directory.
+struct Fail {
+  const std::filesystem::path& dir;
+  IndexError operator()(const std::string& what) const {
+    return IndexError(fmt::format("{}: {}", dir.string(), what));
+  }
+};
+
+// Whose index it is: format version, embedder, chunking.
+void check_identity(const json& manifest, const Embedder* embedder, const IndexOptions& options,
+                    const Fail& fail) {
+  const int format = manifest.at("format").get<int>();
+  if (format != kFormat) {
+    throw fail(fmt::format("index format version {}, this build reads version {} (rebuild it)",
+                           format, kFormat));
+  }
+  const json saved = manifest.at("embedder");
+  const json ours = embedder
+                        ? json{{"fingerprint", embedder->fingerprint()}, {"dim", embedder->dim()}}
+                        : json(nullptr);
+  if (saved != ours) {
+    throw fail(fmt::format("index built with embedder {}, loading with {} (rebuild it)",
+                           embedder_name(saved), embedder_name(ours)));
+  }
+  const uint32_t max_tokens = manifest.at("options").at("max_tokens").get<uint32_t>();
+  if (max_tokens != options.chunks.max_tokens) {
+    throw fail(fmt::format("index chunked at max_tokens {}, loading with max_tokens {}", max_tokens,
+                           options.chunks.max_tokens));
+  }
+}
+
+// Every data file, checked against the manifest's size and checksum before anything parses it.
+std::unordered_map<std::string, std::string> read_checked(const std::filesystem::path& dir,
+                                                          const json& sums, bool dense,
+                                                          const Fail& fail) {
+  std::unordered_map<std::string, std::string> bytes;
+  for (const char* name : {"chunks.jsonl", "vectors.f32", "hnsw.bin"}) {
+    const bool needed = dense || std::string_view(name) == "chunks.jsonl";
+    if (!sums.contains(name)) {
+      if (needed) throw fail(fmt::format("the manifest lists no checksum for {}", name));
+      continue;
+    }
+    std::string b = read_file(dir / name);
+    const uint64_t size = sums.at(name).at("bytes").get<uint64_t>();
+    const std::string fnv = sums.at(name).at("fnv1a64").get<std::string>();
+    if (b.size() != size || hex(fnv1a64(b)) != fnv) {
+      throw fail(
+          fmt::format("{} is damaged: {} bytes, checksum {}; the manifest says {} bytes, "
+                      "checksum {}",
+                      name, b.size(), hex(fnv1a64(b)), size, fnv));
+    }
+    bytes.emplace(name, std::move(b));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+void Index::Impl::load_chunks(std::size_t slot_count, std::string_view lines, const Fail& fail) {
+  if (slot_count > UINT32_MAX) throw fail(fmt::format("{} slots", slot_count));
+  slots.resize(slot_count);
+  vectors.assign(slot_count * static_cast<std::size_t>(dim), 0.0f);
+  for (std::size_t line = 1; !lines.empty(); ++line) {
+    const std::size_t nl = lines.find('\n');
+    const json c = json::parse(lines.substr(0, nl));
+    lines = nl == std::string_view::npos ? std::string_view{} : lines.substr(nl + 1);
+    const uint32_t id = c.at("id").get<uint32_t>();
+    if (id >= slot_count || slots[id].live) {
+      throw fail(fmt::format("chunks.jsonl:{}: chunk id {} (of {} slots) out of range or repeated",
+                             line, id, slot_count));
+    }
+    Chunk chunk;
+    chunk.path = c.at("path").get<std::string>();
+    chunk.name = c.at("name").get<std::string>();
+    const auto kind = kind_named(c.at("kind").get<std::string>());
+    if (!kind)
+      throw fail(fmt::format("chunks.jsonl:{}: unknown kind {}", line, c.at("kind").dump()));
+    chunk.kind = *kind;
+    chunk.first_line = c.at("lines").at(0).get<uint32_t>();
+    chunk.last_line = c.at("lines").at(1).get<uint32_t>();
+    chunk.part = c.at("part").get<uint32_t>();
+    chunk.parts = c.at("parts").get<uint32_t>();
+    chunk.tokens = c.at("tokens").get<uint32_t>();
+    chunk.text = c.at("text").get<std::string>();
+    const uint64_t h = fnv1a64(chunk.text);
+    if (hex(h) != c.at("hash").get<std::string>()) {
+      throw fail(fmt::format("chunks.jsonl:{}: the text's hash is not the one saved", line));
+    }
+    const auto terms = c.at("terms").get<std::vector<std::pair<std::string, uint32_t>>>();
+    slots[id] = Slot{true, std::make_shared<const Chunk>(std::move(chunk)), h};
+    lexical.add(id, terms);
+    ++live;
+  }
+  for (uint32_t id = 0; id < slot_count; ++id) {
+    if (!slots[id].live) free.insert(id);
+  }
+}
+
+void Index::Impl::load_graph(const std::filesystem::path& file, std::string_view vector_bytes,
+                             const Fail& fail) {
+  if (vector_bytes.size() != vectors.size() * sizeof(float)) {
+    throw fail(fmt::format("vectors.f32 holds {} bytes, {} slots x dim {} need {}",
+                           vector_bytes.size(), slots.size(), dim, vectors.size() * sizeof(float)));
+  }
+  std::memcpy(vectors.data(), vector_bytes.data(), vector_bytes.size());
+  // hnswlib's loadIndex does not bounds-check what it reads: check the structure first.
+  if (std::string why = DenseIndex::check_file(file, dim); !why.empty()) {
+    throw fail("hnsw.bin: " + why);
+  }
+  dense = DenseIndex::load(file, dim, dense_options(options));
+  if (dense->elements() > slots.size()) {
+    throw fail(fmt::format("hnsw.bin: {} elements for {} slots", dense->elements(), slots.size()));
+  }
+  for (uint32_t id = 0; id < slots.size(); ++id) {
+    if (dense->live(id) != slots[id].live) {
+      throw fail(fmt::format("hnsw.bin: chunk {} is {} in the graph but {} in chunks.jsonl", id,
+                             dense->live(id) ? "live" : "absent",
+                             slots[id].live ? "live" : "absent"));
+    }
+  }
+}
+
+void Index::Impl::load_files(const json& list, const Fail& fail) {
+  std::size_t owned = 0;
+  for (const json& f : list) {
+    FileEntry e;
+    e.path = f.at("path").get<std::string>();
+    e.hash = std::stoull(f.at("hash").get<std::string>(), nullptr, 16);
+    e.chunks = f.at("chunks").get<std::vector<uint32_t>>();
+    e.imports = f.at("imports").get<std::string>();
+    e.skipped = f.at("skipped").get<std::string>();
+    e.stem = file_stem(e.path);
+    for (const uint32_t id : e.chunks) {
+      if (id >= slots.size() || !slots[id].live || slots[id].chunk->path != e.path) {
+        throw fail(fmt::format("manifest.json: file {} lists chunk {}, not one of its chunks",
+                               e.path, id));
+      }
+    }
+    owned += e.chunks.size();
+    e.mean = file_mean(e.chunks);
+    files.put(std::move(e));
+  }
+  if (owned != live) {
+    throw fail(
+        fmt::format("manifest.json: its files own {} chunks, chunks.jsonl holds {}", owned, live));
+  }
+}
+
 std::unique_ptr<Index> Index::load(const std::filesystem::path& dir,
                                    std::shared_ptr<const Embedder> embedder, IndexOptions options) {
-  const auto fail = [&](const std::string& what) {
-    return IndexError(fmt::format("{}: {}", dir.string(), what));
-  };
+  const Fail fail{dir};
   json manifest;
   try {
     manifest = json::parse(read_file(dir / "manifest.json"));
@@ -562,142 +782,13 @@ std::unique_ptr<Index> Index::load(const std::filesystem::path& dir,
     throw fail(fmt::format("manifest.json is not valid JSON: {}", e.what()));
   }
   try {
-    // 1. Whose index it is: format, embedder, chunking.
-    const int format = manifest.at("format").get<int>();
-    if (format != kFormat) {
-      throw fail(fmt::format("index format version {}, this build reads version {} (rebuild it)",
-                             format, kFormat));
-    }
-    const json saved = manifest.at("embedder");
-    const json ours = embedder
-                          ? json{{"fingerprint", embedder->fingerprint()}, {"dim", embedder->dim()}}
-                          : json(nullptr);
-    if (saved != ours) {
-      throw fail(fmt::format("index built with embedder {}, loading with {} (rebuild it)",
-                             embedder_name(saved), embedder_name(ours)));
-    }
-    const uint32_t max_tokens = manifest.at("options").at("max_tokens").get<uint32_t>();
-    if (max_tokens != options.chunks.max_tokens) {
-      throw fail(fmt::format("index chunked at max_tokens {}, loading with max_tokens {}",
-                             max_tokens, options.chunks.max_tokens));
-    }
-    // 2. Every file as the manifest says it was written, before anything parses it.
-    const json& sums = manifest.at("checksums");
-    std::unordered_map<std::string, std::string> bytes;
-    for (const char* name : {"chunks.jsonl", "vectors.f32", "hnsw.bin"}) {
-      if (!sums.contains(name)) continue;
-      std::string b = read_file(dir / name);
-      const uint64_t size = sums.at(name).at("bytes").get<uint64_t>();
-      const std::string fnv = sums.at(name).at("fnv1a64").get<std::string>();
-      if (b.size() != size || hex(fnv1a64(b)) != fnv) {
-        throw fail(
-            fmt::format("{} is damaged: {} bytes, checksum {}; the manifest says {} "
-                        "bytes, checksum {}",
-                        name, b.size(), hex(fnv1a64(b)), size, fnv));
-      }
-      bytes.emplace(name, std::move(b));
-    }
-    if (!bytes.count("chunks.jsonl") || (embedder && !bytes.count("hnsw.bin")) ||
-        (embedder && !bytes.count("vectors.f32"))) {
-      throw fail("the manifest lists no checksum for one of chunks.jsonl, vectors.f32, hnsw.bin");
-    }
-
+    check_identity(manifest, embedder.get(), options, fail);
+    const auto bytes = read_checked(dir, manifest.at("checksums"), embedder != nullptr, fail);
     auto index = std::make_unique<Index>(embedder, options);
     Impl& m = *index->impl_;
-    const std::size_t slots = manifest.at("slots").get<std::size_t>();
-    if (slots > UINT32_MAX) throw fail(fmt::format("{} slots", slots));
-    m.slots.resize(slots);
-    m.vectors.assign(slots * static_cast<std::size_t>(m.dim), 0.0f);
-
-    // 3. Chunks and their terms.
-    std::string_view rest = bytes.at("chunks.jsonl");
-    for (std::size_t line = 1; !rest.empty(); ++line) {
-      const std::size_t nl = rest.find('\n');
-      const json c = json::parse(rest.substr(0, nl));
-      rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
-      const uint32_t id = c.at("id").get<uint32_t>();
-      if (id >= slots || m.slots[id].live) {
-        throw fail(
-            fmt::format("chunks.jsonl:{}: chunk id {} (of {} slots) out of range or "
-                        "repeated",
-                        line, id, slots));
-      }
-      Chunk chunk;
-      chunk.path = c.at("path").get<std::string>();
-      chunk.name = c.at("name").get<std::string>();
-      const auto kind = kind_named(c.at("kind").get<std::string>());
-      if (!kind)
-        throw fail(fmt::format("chunks.jsonl:{}: unknown kind {}", line, c.at("kind").dump()));
-      chunk.kind = *kind;
-      chunk.first_line = c.at("lines").at(0).get<uint32_t>();
-      chunk.last_line = c.at("lines").at(1).get<uint32_t>();
-      chunk.part = c.at("part").get<uint32_t>();
-      chunk.parts = c.at("parts").get<uint32_t>();
-      chunk.tokens = c.at("tokens").get<uint32_t>();
-      chunk.text = c.at("text").get<std::string>();
-      const uint64_t h = fnv1a64(chunk.text);
-      if (hex(h) != c.at("hash").get<std::string>()) {
-        throw fail(fmt::format("chunks.jsonl:{}: the text's hash is not the one saved", line));
-      }
-      const auto terms = c.at("terms").get<std::vector<std::pair<std::string, uint32_t>>>();
-      m.slots[id] = Slot{true, std::make_shared<const Chunk>(std::move(chunk)), h};
-      m.lexical.add(id, terms);
-      ++m.live;
-    }
-    for (uint32_t id = 0; id < slots; ++id) {
-      if (!m.slots[id].live) m.free.insert(id);
-    }
-
-    // 4. Vectors and the graph, whose elements must be exactly the live chunks.
-    if (m.dense) {
-      const std::string& v = bytes.at("vectors.f32");
-      if (v.size() != m.vectors.size() * sizeof(float)) {
-        throw fail(fmt::format("vectors.f32 holds {} bytes, {} slots x dim {} need {}", v.size(),
-                               slots, m.dim, m.vectors.size() * sizeof(float)));
-      }
-      std::memcpy(m.vectors.data(), v.data(), v.size());
-      if (std::string why = DenseIndex::check_file(dir / "hnsw.bin", m.dim); !why.empty()) {
-        throw fail("hnsw.bin: " + why);
-      }
-      m.dense = DenseIndex::load(
-          dir / "hnsw.bin", m.dim,
-          DenseOptions{options.hnsw_m, options.hnsw_ef_construction, options.hnsw_ef_search});
-      for (uint32_t id = 0; id < slots; ++id) {
-        if (m.dense->live(id) != m.slots[id].live) {
-          throw fail(fmt::format("hnsw.bin: chunk {} is {} in the graph but {} in chunks.jsonl", id,
-                                 m.dense->live(id) ? "live" : "absent",
-                                 m.slots[id].live ? "live" : "absent"));
-        }
-      }
-      if (m.dense->elements() > slots) {
-        throw fail(fmt::format("hnsw.bin: {} elements for {} slots", m.dense->elements(), slots));
-      }
-    }
-
-    // 5. Files.
-    std::size_t owned = 0;
-    for (const json& f : manifest.at("files")) {
-      FileEntry e;
-      e.path = f.at("path").get<std::string>();
-      e.hash = std::stoull(f.at("hash").get<std::string>(), nullptr, 16);
-      e.chunks = f.at("chunks").get<std::vector<uint32_t>>();
-      e.imports = f.at("imports").get<std::string>();
-      e.skipped = f.at("skipped").get<std::string>();
-      e.stem = file_stem(e.path);
-      for (const uint32_t id : e.chunks) {
-        if (id >= slots || !m.slots[id].live || m.slots[id].chunk->path != e.path) {
-          throw fail(fmt::format("manifest.json: file {} lists chunk {}, not one of its chunks",
-                                 e.path, id));
-        }
-      }
-      owned += e.chunks.size();
-      e.mean = m.file_mean(e.chunks);
-      m.files.put(std::move(e));
-    }
-    if (owned != m.live) {
-      throw fail(fmt::format("manifest.json: its files own {} chunks, chunks.jsonl holds {}", owned,
-                             m.live));
-    }
+    m.load_chunks(manifest.at("slots").get<std::size_t>(), bytes.at("chunks.jsonl"), fail);
+    if (m.dense) m.load_graph(dir / "hnsw.bin", bytes.at("vectors.f32"), fail);
+    m.load_files(manifest.at("files"), fail);
     return index;
   } catch (const IndexError&) {
     throw;

@@ -226,6 +226,14 @@ TEST_CASE("binary, undecodable, one-line and unknown files are skipped with a re
   CHECK(chunk_file("gen/big.py", one_line, {}, nullptr, &why).empty());
   CHECK(why.find("line 1 is over 64 KiB") != std::string::npos);
 
+  // The limit is on bytes per line, not per file: 64 KiB exactly is fine, one more is not.
+  CHECK(unindexable("# " + std::string(64 * 1024 - 2, 'x') + "\nx = 1\n").empty());
+  CHECK(unindexable("# " + std::string(64 * 1024 - 1, 'x') + "\nx = 1\n").find("line 1") !=
+        std::string::npos);
+  std::string many_lines;
+  while (many_lines.size() < 200 * 1024) many_lines += "x = 1\n";
+  CHECK(unindexable(many_lines).empty());
+
   CHECK(chunk_file("notes/readme.xyz", "def f():\n  pass\n", {}, nullptr, &why).empty());
   CHECK(why.find("no language") != std::string::npos);
   CHECK(why.find(".py") != std::string::npos);

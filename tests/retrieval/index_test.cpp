@@ -9,9 +9,12 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "index_util.h"
+#include "stages/ast/language.h"
+#include "stages/ast/parsed_file.h"
 #include "stages/retrieval/index.h"
 #include "test_embedder.h"
 
@@ -83,6 +86,48 @@ TEST_CASE("an edit of one function embeds that chunk alone; the others keep thei
   const Hit first = index.search_lexical(function_text(1, 0), 1, {}).at(0);
   CHECK(first.data->first_line == 4);  // was 3
   CHECK(index.chunk(first.chunk).first_line == 4);
+}
+
+// Every chunk of the index as (path, first line, part, text), sorted.
+std::vector<std::tuple<std::string, uint32_t, uint32_t, std::string>> contents(const Index& index) {
+  std::vector<std::tuple<std::string, uint32_t, uint32_t, std::string>> out;
+  for (const Hit& h : index.search_lexical("py", 100000, {})) {  // every text holds its path
+    out.emplace_back(h.data->path, h.data->first_line, h.data->part, h.data->text);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_CASE("a file already parsed is indexed as its text would be", "[retrieval]") {
+  auto embedder = std::make_shared<BagEmbedder>();
+  Index from_text(embedder, {}), from_parse(embedder, {});
+  from_text.update_file(file_path(2), file_text(2, 6));
+  const UpdateStats s = from_parse.update_file(std::make_shared<const ast::ParsedFile>(
+      file_path(2), ast::Language::named("python"), file_text(2, 6)));
+  CHECK(s.added == 6);
+  CHECK(contents(from_parse) == contents(from_text));
+  CHECK(from_parse.content_hash(file_path(2)) == from_text.content_hash(file_path(2)));
+  CHECK(from_parse.update_file(file_path(2), file_text(2, 6)).unchanged);
+}
+
+TEST_CASE("reparse_files: edits parsed incrementally give the chunks of a fresh parse",
+          "[retrieval]") {
+  auto embedder = std::make_shared<BagEmbedder>();
+  IndexOptions options;
+  options.reparse_files = 2;
+  Index incremental(embedder, options), fresh(embedder, {});
+  for (int f = 0; f < 3; ++f) {
+    incremental.update_file(file_path(f), file_text(f, 6));
+    fresh.update_file(file_path(f), file_text(f, 6));
+  }
+  for (int edit = 0; edit < 12; ++edit) {
+    const int f = edit % 3;  // three files through a cache of two: misses too
+    const std::string text = file_text(f, 6 + edit % 2, edit % 6, edit + 1);
+    const UpdateStats s = incremental.update_file(file_path(f), text);
+    fresh.update_file(file_path(f), text);
+    CHECK(s.embedded >= 1);
+    CHECK(contents(incremental) == contents(fresh));
+  }
 }
 
 TEST_CASE("200 edits of a file keep the hnsw graph bounded: freed ids are reused", "[retrieval]") {
@@ -273,6 +318,37 @@ TEST_CASE("remove_file and a file turned binary drop its chunks", "[retrieval]")
     CHECK(h.data->path == file_path(2));
   }
   CHECK_THROWS_AS(index.chunk(10'000), IndexError);
+}
+
+// An embedder that breaks its contract: rows short of dim floats each, or no dimension.
+class BrokenEmbedder final : public Embedder {
+ public:
+  explicit BrokenEmbedder(int dim) : dim_(dim) {}
+  int dim() const override { return dim_; }
+  const std::string& fingerprint() const override { return name_; }
+  uint32_t count_tokens(std::string_view text) const override {
+    return static_cast<uint32_t>(text.size() / 4 + 2);
+  }
+  std::vector<float> embed(std::span<const std::string_view> texts) const override {
+    return std::vector<float>(texts.size() * 3, 0.5f);
+  }
+
+ private:
+  int dim_;
+  std::string name_ = "broken";
+};
+
+TEST_CASE("an embedder that breaks its contract is an IndexError naming it", "[retrieval]") {
+  Index index(std::make_shared<BrokenEmbedder>(8), {});
+  try {
+    index.update_file(file_path(0), file_text(0, 2));
+    FAIL("no error");
+  } catch (const IndexError& e) {
+    CHECK(std::string(e.what()).find("embedder broken returned 6 floats for 2 texts of dim 8") !=
+          std::string::npos);
+  }
+  CHECK_FALSE(index.has_file(file_path(0)));  // nothing half-indexed
+  CHECK_THROWS_AS(Index(std::make_shared<BrokenEmbedder>(0), {}), IndexError);
 }
 
 TEST_CASE("readers never see a half-updated file", "[retrieval]") {

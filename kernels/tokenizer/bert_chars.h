@@ -5,6 +5,7 @@
 // gives the same answers. Internal to kernels/tokenizer/ (the WordPiece tokenizer).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace vsynth::kernels::bert {
@@ -20,9 +21,13 @@ bool is_punct(char32_t cp);
 // BertPreTokenizer splits on it and drops it: White_Space.
 bool is_split_space(char32_t cp);
 
-// Appends what strip_accents makes of cp (its canonical decomposition without the nonspacing
-// marks; nothing for a nonspacing mark itself) to out.
-void append_stripped(char32_t cp, std::u32string& out);
+// strip_accents is NFD, then dropping the nonspacing marks. Appends cp's canonical
+// decomposition (cp itself when it has none) to out.
+void append_nfd(char32_t cp, std::u32string& out);
+// Canonical combining class: 0 for starters; NFD stable-sorts each run of non-zero classes.
+uint8_t combining_class(char32_t cp);
+// strip_accents drops it after NFD: a nonspacing mark (Mn).
+bool is_nonspacing(char32_t cp);
 // cp lowercased (one to three code points; İ gives "i̇"), appended to out.
 void append_lower(char32_t cp, std::u32string& out);
 

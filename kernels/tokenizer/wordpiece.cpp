@@ -44,7 +44,7 @@ struct WordPiece::Impl {
   std::string prefix = "##";        // continuing_subword_prefix
   size_t max_word_chars = 100;      // max_input_chars_per_word, code points
   int32_t unk = -1, cls = -1, sep = -1, pad = -1;
-  std::vector<AddedToken> added;        // longest first among equal starts: see split_added
+  std::vector<AddedToken> added;        // matched leftmost, then longest: see encode_into
   std::array<bool, 256> added_first{};  // a byte some added token starts with
 
   // ASCII fast path, from the same rules as the general one: what normalization makes of each
@@ -56,7 +56,7 @@ struct WordPiece::Impl {
     return index.find(tok::hash_bytes(piece),
                       [&](int32_t id) { return pieces[static_cast<size_t>(id)] == piece; });
   }
-  void normalize_cp(char32_t cp, std::u32string& out) const;
+  class Segment;
   void build_ascii_tables();
   // Cuts one text between added tokens into words and appends their pieces; stops once `out`
   // holds `limit` ids.
@@ -73,79 +73,127 @@ struct WordPiece::Impl {
 
 // ---- normalization and pre-tokenization ----
 
-void WordPiece::Impl::normalize_cp(char32_t cp, std::u32string& out) const {
-  // BertNormalizer's steps in its order: clean_text, handle_chinese_chars, strip_accents,
-  // lowercase. Every step maps one code point to a sequence on its own, so applying all four to
-  // each code point in turn equals applying each to the whole text (except NFD's reordering of
-  // runs of combining marks, which matters only where two kept marks are out of order).
-  if (norm.clean_text) {
-    if (bert::is_removed(cp)) return;
-    if (bert::is_clean_space(cp)) cp = U' ';
+// One text between added tokens on its way to ids: BertNormalizer code point by code point
+// (clean_text, handle_chinese_chars, strip_accents, lowercase, in HF's order), the cuts of
+// BertPreTokenizer, and the WordPiece model per word. Every step but NFD's canonical ordering
+// maps one code point on its own; the ordering is a stable sort of each run of combining marks
+// by class, so the marks since the last starter wait in `run_` until the next one arrives.
+class WordPiece::Impl::Segment {
+ public:
+  Segment(const Impl& wp, std::vector<int32_t>& out) : wp_(wp), out_(out) {}
+
+  void push(char32_t cp) {
+    const NormalizerFlags& f = wp_.norm;
+    if (f.clean_text) {
+      if (bert::is_removed(cp)) return;
+      if (bert::is_clean_space(cp)) cp = U' ';
+    }
+    const bool cjk = f.chinese && bert::is_chinese(cp);
+    if (cjk) decomposed_all(U' ');
+    decomposed_all(cp);
+    if (cjk) decomposed_all(U' ');
   }
-  const bool cjk = norm.chinese && bert::is_chinese(cp);
-  if (cjk) out.push_back(U' ');
-  std::u32string stripped;
-  if (norm.strip_accents) {
-    bert::append_stripped(cp, stripped);
-  } else {
-    stripped.push_back(cp);
+
+  // An ASCII byte: a starter without decomposition, normalized and classed by table.
+  void push_ascii(uint8_t b) {
+    if (!run_.empty()) flush_run();
+    const int16_t n = wp_.ascii_norm[b];
+    if (n >= 0) put(static_cast<char32_t>(n), wp_.ascii_split[n], wp_.ascii_punct[n]);
   }
-  for (const char32_t c : stripped) {
-    if (norm.lowercase) {
-      bert::append_lower(c, out);
-    } else {
-      out.push_back(c);
+
+  void finish() {
+    flush_run();
+    end_word();
+  }
+
+ private:
+  // strip_accents, first step: the canonical decomposition, marks queued for ordering.
+  void decomposed_all(char32_t cp) {
+    if (!wp_.norm.strip_accents) return normalized(cp);
+    decomposition_.clear();
+    bert::append_nfd(cp, decomposition_);
+    for (const char32_t c : decomposition_) {
+      if (bert::combining_class(c) == 0) flush_run();
+      run_.push_back(c);
     }
   }
-  if (cjk) out.push_back(U' ');
-}
+
+  // The queued run in canonical order, without its nonspacing marks.
+  void flush_run() {
+    if (run_.empty()) return;
+    const auto marks = run_.begin() + (bert::combining_class(run_[0]) == 0 ? 1 : 0);
+    if (run_.end() - marks > 1)
+      std::stable_sort(marks, run_.end(), [](char32_t x, char32_t y) {
+        return bert::combining_class(x) < bert::combining_class(y);
+      });
+    for (const char32_t c : run_)
+      if (!bert::is_nonspacing(c)) normalized(c);
+    run_.clear();
+  }
+
+  void normalized(char32_t cp) {
+    if (!wp_.norm.lowercase) return put(cp, bert::is_split_space(cp), bert::is_punct(cp));
+    lowered_.clear();
+    bert::append_lower(cp, lowered_);
+    for (const char32_t c : lowered_) put(c, bert::is_split_space(c), bert::is_punct(c));
+  }
+
+  // BertPreTokenizer: whitespace ends a word and is dropped, punctuation is a word of its own.
+  void put(char32_t c, bool split, bool punct) {
+    if (split || punct) end_word();
+    if (split) return;
+    unicode::append_utf8(word_, c);
+    ++word_chars_;
+    if (punct) end_word();
+  }
+
+  void end_word() {
+    if (!word_.empty()) wp_.encode_word(word_, word_chars_, out_);
+    word_.clear();
+    word_chars_ = 0;
+  }
+
+  const Impl& wp_;
+  std::vector<int32_t>& out_;
+  std::u32string run_;            // NFD output since the last starter (the starter first)
+  std::u32string decomposition_;  // scratch
+  std::u32string lowered_;        // scratch
+  std::string word_;              // UTF-8 of the word being built
+  size_t word_chars_ = 0;         // its length in code points
+};
 
 void WordPiece::Impl::build_ascii_tables() {
   for (char32_t c = 0; c < 128; ++c) {
-    std::u32string n;
-    normalize_cp(c, n);
-    // ASCII stays one ASCII code point or vanishes under every BertNormalizer setting.
-    ascii_norm[c] = n.empty() ? int16_t{-1} : static_cast<int16_t>(n[0]);
+    // ASCII has no decomposition and no CJK: clean_text and lowercase keep it one ASCII code
+    // point or drop it.
     ascii_split[c] = bert::is_split_space(c);
     ascii_punct[c] = bert::is_punct(c);
+    char32_t n = c;
+    if (norm.clean_text && bert::is_removed(c)) {
+      ascii_norm[c] = -1;
+      continue;
+    }
+    if (norm.clean_text && bert::is_clean_space(c)) n = U' ';
+    if (norm.lowercase && n >= U'A' && n <= U'Z') n += U'a' - U'A';
+    ascii_norm[c] = static_cast<int16_t>(n);
   }
 }
 
 void WordPiece::Impl::encode_segment(std::string_view text, std::vector<int32_t>& out,
                                      size_t limit) const {
-  std::string word;  // UTF-8 of the word being built
-  size_t chars = 0;  // its length in code points
-  const auto flush = [&] {
-    if (!word.empty()) encode_word(word, chars, out);
-    word.clear();
-    chars = 0;
-  };
-  // BertPreTokenizer on the normalized text: whitespace ends a word and is dropped, a
-  // punctuation character is a word of its own.
-  const auto put = [&](char32_t c, bool split, bool punct) {
-    if (split || punct) flush();
-    if (split) return;
-    unicode::append_utf8(word, c);
-    ++chars;
-    if (punct) flush();
-  };
-  std::u32string normalized;
+  Segment seg(*this, out);
   size_t off = 0;
   while (off < text.size() && out.size() < limit) {
     const auto b = static_cast<uint8_t>(text[off]);
     if (b < 0x80) {
+      seg.push_ascii(b);
       ++off;
-      const int16_t n = ascii_norm[b];
-      if (n >= 0) put(static_cast<char32_t>(n), ascii_split[n], ascii_punct[n]);
-      continue;
+    } else {
+      // Invalid UTF-8 reads as U+FFFD, which clean_text drops.
+      seg.push(unicode::decode_utf8_strict(text, off));
     }
-    // Invalid UTF-8 reads as U+FFFD, which clean_text drops.
-    const char32_t cp = unicode::decode_utf8_strict(text, off);
-    normalized.clear();
-    normalize_cp(cp, normalized);
-    for (const char32_t c : normalized) put(c, bert::is_split_space(c), bert::is_punct(c));
   }
-  if (out.size() < limit) flush();
+  if (out.size() < limit) seg.finish();
 }
 
 // ---- the WordPiece model ----
@@ -233,7 +281,7 @@ const json& member(const json& obj, const char* key, const std::string& label,
                    const std::string& path) {
   if (!obj.is_object()) fail(label, path, "expected an object");
   const auto it = obj.find(key);
-  if (it == obj.end()) fail(label, path + "." + key, "missing");
+  if (it == obj.end()) fail(label, path.empty() ? key : path + "." + key, "missing");
   return *it;
 }
 

@@ -10,6 +10,11 @@
 //                  pieces prefixed "##"; a word with no full cover, or longer than
 //                  max_input_chars_per_word characters, becomes [UNK]
 //   post-processor [CLS] ids [SEP]; truncation keeps the first max_tokens - 2 word pieces
+//   added tokens   tokenizer.json's added_tokens ([CLS], [MASK], ...) written in the text are
+//                  matched in the raw text before normalization (leftmost, then longest) and
+//                  give their own id, as in HF; "[mask]" is not matched (three words)
+// The character classes are those of the pinned HF tokenizers, measured from it into
+// bert_tables.inc (scripts/gen_unicode_tables.py --bert): HF mixes Unicode versions.
 //
 //   WordPiece wp = WordPiece::from_file("models/all-MiniLM-L6-v2/tokenizer.json");
 //   std::vector<int32_t> ids = wp.encode("def parse_url(s):", 256);   // [101, ..., 102]

@@ -26,7 +26,6 @@ import argparse
 import hashlib
 import json
 import re
-import unicodedata
 from pathlib import Path
 
 import tokenizers

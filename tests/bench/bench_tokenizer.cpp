@@ -1,9 +1,12 @@
 // Tokenizer throughput on the default model's vocabulary (Gemma 3, SentencePiece-style,
 // 262144 pieces): load time, then encode and decode speed over the golden corpus files and two
-// adversarial inputs (long runs of one character that many special tokens start with).
+// adversarial inputs (long runs of one character that many special tokens start with). Then the
+// retrieval encoder's WordPiece (all-MiniLM-L6-v2's tokenizer.json, 30522 pieces) on the same
+// inputs, whole (encode_pieces) and cut at 256 tokens (encode, what retrieval calls per chunk).
 //
-//   bench_tokenizer [out.json] [--model path.gguf] [--corpus dir]
+//   bench_tokenizer [out.json] [--model path.gguf] [--encoder tokenizer.json] [--corpus dir]
 //     defaults: bench_tokenizer.json, models/gemma-3-270m-q4_k_m.gguf,
+//               models/all-MiniLM-L6-v2/tokenizer.json (skipped when absent),
 //               tests/data/golden/corpus (run from the repository root)
 //
 // Each timing is the best of 5 runs (the machine is shared). MB/s counts input bytes.
@@ -21,6 +24,7 @@
 #include "kernels/gguf/reader.h"
 #include "kernels/tokenizer/gguf_vocab.h"
 #include "kernels/tokenizer/tokenizer.h"
+#include "kernels/tokenizer/wordpiece.h"
 
 using namespace vsynth::kernels;
 using Clock = std::chrono::steady_clock;
@@ -47,20 +51,53 @@ struct Input {
   std::string text;
 };
 
+// WordPiece rows: MB/s over whole inputs, and the time of one encode(text, 256).
+nlohmann::json bench_wordpiece(const std::filesystem::path& path,
+                               const std::vector<Input>& inputs) {
+  const auto t0 = Clock::now();
+  const WordPiece wp = WordPiece::from_file(path);
+  const double load_ms = ms_since(t0);
+  std::printf("\nWordPiece %s: %d pieces, load %.1f ms\n", path.string().c_str(), wp.vocab_size(),
+              load_ms);
+  std::printf("%-20s %10s %9s %10s %12s %14s\n", "input", "bytes", "pieces", "enc MB/s",
+              "enc tok/s", "encode(256) us");
+  nlohmann::json out = {{"tokenizer", path.string()}, {"load_ms", load_ms}, {"results", {}}};
+  for (const auto& in : inputs) {
+    std::vector<int32_t> ids, cut;
+    const double enc = best_ms([&] { ids = wp.encode_pieces(in.text); });
+    const double enc256 = best_ms([&] { cut = wp.encode(in.text, 256); });
+    const double mb = static_cast<double>(in.text.size()) / 1e6;
+    std::printf("%-20s %10zu %9zu %10.2f %12.0f %14.1f\n", in.name.c_str(), in.text.size(),
+                ids.size(), mb / (enc / 1e3), static_cast<double>(ids.size()) / (enc / 1e3),
+                enc256 * 1e3);
+    out["results"].push_back({{"input", in.name},
+                              {"bytes", in.text.size()},
+                              {"pieces", ids.size()},
+                              {"encode_ms", enc},
+                              {"encode_256_ms", enc256}});
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string out_path = "bench_tokenizer.json";
   std::filesystem::path model = "models/gemma-3-270m-q4_k_m.gguf";
+  std::filesystem::path encoder = "models/all-MiniLM-L6-v2/tokenizer.json";
   std::filesystem::path corpus = "tests/data/golden/corpus";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--model" && i + 1 < argc) {
       model = argv[++i];
+    } else if (a == "--encoder" && i + 1 < argc) {
+      encoder = argv[++i];
     } else if (a == "--corpus" && i + 1 < argc) {
       corpus = argv[++i];
     } else if (!a.empty() && a[0] == '-') {
-      std::printf("usage: %s [out.json] [--model path.gguf] [--corpus dir]\n", argv[0]);
+      std::printf(
+          "usage: %s [out.json] [--model path.gguf] [--encoder tokenizer.json] [--corpus dir]\n",
+          argv[0]);
       return 2;
     } else {
       out_path = a;
@@ -123,6 +160,12 @@ int main(int argc, char** argv) {
                             {"encode_ms", enc},
                             {"decode_ms", dec},
                             {"roundtrip", back == in.text}});
+  }
+  if (std::filesystem::exists(encoder)) {
+    j["wordpiece"] = bench_wordpiece(encoder, inputs);
+  } else {
+    std::printf("\nWordPiece: %s is absent (run scripts/setup-embedder.sh)\n",
+                encoder.string().c_str());
   }
   std::ofstream(out_path) << j.dump(2) << "\n";
   std::printf("\nwrote %s\n", out_path.c_str());

@@ -29,14 +29,14 @@ fuzz() {
 }
 
 # Seeds: every shipped pipeline and bad config; valid GGUF files written by GgufWriter; every
-# shipped task file.
-mkdir -p "$work/yaml" "$work/gguf" "$work/tasks"
+# shipped task file; valid safetensors files written by the tests' writer.
+mkdir -p "$work/yaml" "$work/gguf" "$work/tasks" "$work/safetensors"
 cp "$root"/pipelines/*.yaml "$root"/tests/data/bad_configs/*.yaml "$work/yaml/"
 "$build/tests/fuzz/fuzz_gguf_seeds" "$work/gguf" >/dev/null
 cp "$root"/examples/tasks/*.jsonl "$work/tasks/"
+"$build/tests/fuzz/fuzz_safetensors_seeds" "$work/safetensors" >/dev/null
 
 fuzz fuzz_yaml "$work/yaml" -max_len=65536
 fuzz fuzz_gguf "$work/gguf" -dict="$root/tests/fuzz/gguf.dict"
 fuzz fuzz_task_lines "$work/tasks" -max_len=131072
-# fuzz_safetensors: when the safetensors reader and its target exist (tests/fuzz/CMakeLists.txt),
-# seed it with files its writer makes and run it here like fuzz_gguf.
+fuzz fuzz_safetensors "$work/safetensors" -dict="$root/tests/fuzz/safetensors.dict"

@@ -113,13 +113,21 @@ class Checker {
   uint64_t header_length(std::span<const std::byte> bytes) const;
   // Phase 2: the header text as a JSON object (duplicate keys and deep nesting rejected).
   Json parse_json(std::string_view text) const;
-  // Phase 3: one tensor entry, checked alone against the data section's size.
+  // Phase 3: one tensor entry, checked alone against the data section's size: its dtype, its
+  // shape (giving the size it needs) and its offsets, in that order.
   Entry entry(const std::string& name, const Json& value, uint64_t data_size) const;
   std::map<std::string, std::string> metadata(const Json& value) const;
   // Phase 4: the ranges together cover the data section exactly once.
   void coverage(std::vector<const Entry*> entries, uint64_t data_size) const;
 
  private:
+  struct Size {
+    uint64_t elements, bytes;
+  };
+  const DTypeInfo& dtype(const std::string& name, const Json& v) const;
+  Size shape(Entry& e, const DTypeInfo& dt, const Json& v) const;
+  void offsets(Entry& e, const DTypeInfo& dt, Size size, const Json& v, uint64_t data_size) const;
+
   const std::string& label_;
 };
 
@@ -148,6 +156,58 @@ uint64_t Checker::header_length(std::span<const std::byte> bytes) const {
   return n;
 }
 
+// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,
+// column 5: " prefix (the caller gives the file offset instead), bytes escaped.
+std::string parser_reason(const nlohmann::json::exception& e) {
+  std::string why = e.what();
+  if (const auto close = why.find("] ");
+      why.starts_with("[json.exception.") && close != std::string::npos) {
+    why = why.substr(close + 2);
+  }
+  if (why.starts_with("parse error")) {
+    if (const auto colon = why.find(": "); colon != std::string::npos) why = why.substr(colon + 2);
+  }
+  return shown(why, true, 240);
+}
+
+// The parser's events, seen while it builds the header: a repeated key is an error rather than
+// the parser silently keeping one of the two values, and nesting is bounded (a valid header
+// nests 3 deep) so hostile input cannot make the work or the error text grow without limit.
+struct HeaderEvents {
+  const Checker& check;
+  std::vector<std::set<std::string>> open_objects{};  // keys seen in each, innermost last
+  std::string top_key{};        // the tensor (or __metadata__) whose entry is being read
+  bool root_is_object = false;  // otherwise "not an object" is the error, reported after
+
+  bool on(int depth, Json::parse_event_t event, const Json& parsed) {
+    using E = Json::parse_event_t;
+    if (depth == 0 && event == E::object_start) root_is_object = true;
+    if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth) {
+      check.fail(cat("header nests deeper than ", kMaxJsonDepth,
+                     " levels (a valid header nests 3: object, entry, shape)"));
+    }
+    if (event == E::object_start) open_objects.emplace_back();
+    if (event == E::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (event == E::key && root_is_object) key(depth, parsed.get_ref<const std::string&>());
+    return true;  // keep everything: the checks after parsing need the whole header
+  }
+
+  void key(int depth, const std::string& k) {
+    const bool fresh = open_objects.empty() || open_objects.back().insert(k).second;
+    if (depth == 1) {
+      if (!fresh) {
+        check.fail_tensor(k, "the name appears twice in the header (each name must be unique)");
+      }
+      top_key = k;
+    } else if (!fresh) {
+      if (depth == 2 && top_key == kMetadataKey) {
+        check.fail(cat("__metadata__: key '", shown(k), "' appears twice (keys must be unique)"));
+      }
+      check.fail_tensor(top_key, cat("key '", shown(k), "' appears twice in its entry"));
+    }
+  }
+};
+
 Json Checker::parse_json(std::string_view text) const {
   // The parser takes a NUL for the end of its input, which would let anything follow it
   // unread; JSON text never holds a raw NUL (strings escape it), so it is rejected here.
@@ -155,61 +215,22 @@ Json Checker::parse_json(std::string_view text) const {
     fail(cat("header has a NUL byte at byte ", kLengthFieldBytes + nul,
              " (JSON text holds none; the header may be padded with spaces only)"));
   }
-  // Keys seen in each open object, innermost last, so a repeated key is an error rather than
-  // the parser silently keeping one of the two values.
-  std::vector<std::set<std::string>> open_objects;
-  std::string top_key;          // the tensor (or __metadata__) whose entry is being read
-  bool root_is_object = false;  // otherwise "not an object" is the error, reported below
-  auto on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (depth == 0 && event == Json::parse_event_t::object_start) root_is_object = true;
-    switch (event) {
-      case Json::parse_event_t::object_start:
-      case Json::parse_event_t::array_start:
-        if (depth >= kMaxJsonDepth) {
-          fail(cat("header nests deeper than ", kMaxJsonDepth,
-                   " levels (a valid header nests 3: object, entry, shape)"));
-        }
-        if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
-        break;
-      case Json::parse_event_t::object_end:
-        if (!open_objects.empty()) open_objects.pop_back();
-        break;
-      case Json::parse_event_t::key: {
-        if (!root_is_object) break;
-        const auto& key = parsed.get_ref<const std::string&>();
-        const bool fresh = open_objects.empty() || open_objects.back().insert(key).second;
-        if (depth == 1) {
-          if (!fresh) {
-            fail_tensor(key, "the name appears twice in the header (each name must be unique)");
-          }
-          top_key = key;
-        } else if (!fresh) {
-          if (depth == 2 && top_key == kMetadataKey) {
-            fail(cat("__metadata__: key '", shown(key), "' appears twice (keys must be unique)"));
-          }
-          fail_tensor(top_key, cat("key '", shown(key), "' appears twice in its entry"));
-        }
-        break;
-      }
-      default:
-        break;
-    }
-    return true;
-  };
-
   Json header;
   try {
-    header = Json::parse(text.begin(), text.end(), on_event);
+    HeaderEvents events{*this};
+    header = Json::parse(text.begin(), text.end(),
+                         [&events](int depth, Json::parse_event_t event, Json& parsed) {
+                           return events.on(depth, event, parsed);
+                         });
   } catch (const Json::parse_error& e) {
     // e.byte: 1-based index of the last character read in the header text.
     const uint64_t at = kLengthFieldBytes + (e.byte > 0 ? e.byte - 1 : 0);
-    std::string why = e.what();
-    if (const auto p = why.find("parse error"); p != std::string::npos) {
-      if (const auto colon = why.find(": ", p); colon != std::string::npos) {
-        why = why.substr(colon + 2);
-      }
-    }
-    fail(cat("header is not valid JSON at byte ", at, ": ", shown(why, true, 240),
+    fail(cat("header is not valid JSON at byte ", at, ": ", parser_reason(e),
+             " (the header must be one UTF-8 JSON object)"));
+  } catch (const Json::exception& e) {
+    // Not a syntax error but still the input's fault (out_of_range 406: a number past the
+    // double range); nlohmann gives no position for these.
+    fail(cat("header is not valid JSON: ", parser_reason(e),
              " (the header must be one UTF-8 JSON object)"));
   }
   if (!header.is_object()) {
@@ -220,9 +241,75 @@ Json Checker::parse_json(std::string_view text) const {
   return header;
 }
 
+const DTypeInfo& Checker::dtype(const std::string& name, const Json& v) const {
+  if (!v.is_string()) {
+    fail_tensor(name, cat("dtype is a JSON ", v.type_name(), " (valid: a string, one of ",
+                          valid_dtypes(), ")"));
+  }
+  const auto& text = v.get_ref<const std::string&>();
+  const auto known = std::find_if(kDTypes.begin(), kDTypes.end(),
+                                  [&](const DTypeInfo& d) { return d.name == text; });
+  if (known == kDTypes.end()) {
+    fail_tensor(name, cat("unknown dtype '", shown(text), "' (valid: ", valid_dtypes(), ")"));
+  }
+  return *known;
+}
+
+// Every running product of the dims (elements so far) must fit int64, so that
+// SafetensorsTensor::elements() cannot overflow whatever the order of the dims, and
+// elements x element size must fit u64.
+Checker::Size Checker::shape(Entry& e, const DTypeInfo& dt, const Json& v) const {
+  if (!v.is_array()) {
+    fail_tensor(e.name, cat("shape is a JSON ", v.type_name(),
+                            " (valid: a list of non-negative integers)"));
+  }
+  constexpr auto kMaxElements = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  Size size{1, 0};
+  bool overflow = false;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const Json& d = v[i];
+    const bool ok = d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0);
+    if (!ok || d.get<uint64_t>() > kMaxElements) {
+      fail_tensor(e.name, cat("shape[", i, "] is ", shown(d.dump(), true),
+                              " (valid: an integer from 0 to 2^63-1)"));
+    }
+    e.shape.push_back(d.get<int64_t>());
+    overflow = overflow ||
+               __builtin_mul_overflow(size.elements, d.get<uint64_t>(), &size.elements) ||
+               size.elements > kMaxElements;
+  }
+  overflow = overflow || __builtin_mul_overflow(size.elements, uint64_t{dt.size}, &size.bytes);
+  if (overflow) {
+    fail_tensor(e.name, cat("shape ", shape_text<int64_t>(e.shape), " of ", dt.name,
+                            " overflows 64 bits (valid: each running product of the dims at "
+                            "most 2^63-1 elements, and at most 2^64-1 bytes)"));
+  }
+  return size;
+}
+
+// [begin, end] within the data section, holding exactly the shape's bytes.
+void Checker::offsets(Entry& e, const DTypeInfo& dt, Size size, const Json& v,
+                      uint64_t data_size) const {
+  if (!v.is_array() || v.size() != 2 || !v[0].is_number_unsigned() || !v[1].is_number_unsigned()) {
+    fail_tensor(e.name, cat("data_offsets is ", shown(v.dump(), true),
+                            " (valid: [begin, end], two non-negative integers)"));
+  }
+  e.begin = v[0].get<uint64_t>();
+  e.end = v[1].get<uint64_t>();
+  const std::string range = cat("data_offsets [", e.begin, ", ", e.end, "]");
+  if (e.begin > e.end) fail_tensor(e.name, range + " are reversed (valid: begin <= end)");
+  if (e.end > data_size) {
+    fail_tensor(e.name, cat(range, " run past the data section (", data_size,
+                            " bytes: valid offsets are 0 to ", data_size, ")"));
+  }
+  if (e.end - e.begin != size.bytes) {
+    fail_tensor(e.name, cat(range, " hold ", e.end - e.begin, " bytes, but shape ",
+                            shape_text<int64_t>(e.shape), " of ", dt.name, " needs ", size.bytes,
+                            " (", size.elements, " elements x ", dt.size, " bytes)"));
+  }
+}
+
 Entry Checker::entry(const std::string& name, const Json& value, uint64_t data_size) const {
-  Entry e;
-  e.name = name;
   if (!value.is_object()) {
     fail_tensor(name, cat("entry is a JSON ", value.type_name(),
                           ", not an object (valid: {\"dtype\", \"shape\", \"data_offsets\"})"));
@@ -232,69 +319,12 @@ Entry Checker::entry(const std::string& name, const Json& value, uint64_t data_s
     if (it == value.end()) fail_tensor(name, cat("entry has no \"", key, "\""));
     return *it;
   };
-
-  // dtype
-  const Json& dtype = field("dtype");
-  if (!dtype.is_string()) {
-    fail_tensor(name, cat("dtype is a JSON ", dtype.type_name(), " (valid: a string, one of ",
-                          valid_dtypes(), ")"));
-  }
-  const auto& dtype_name = dtype.get_ref<const std::string&>();
-  const auto known = std::find_if(kDTypes.begin(), kDTypes.end(),
-                                  [&](const DTypeInfo& d) { return d.name == dtype_name; });
-  if (known == kDTypes.end()) {
-    fail_tensor(name, cat("unknown dtype '", shown(dtype_name), "' (valid: ", valid_dtypes(), ")"));
-  }
-  e.dtype = known->type;
-
-  // shape: non-negative integers; their product (elements) must fit int64 and the byte size
-  // must fit u64, both checked without overflow.
-  const Json& shape = field("shape");
-  if (!shape.is_array()) {
-    fail_tensor(name, cat("shape is a JSON ", shape.type_name(),
-                          " (valid: a list of non-negative integers)"));
-  }
-  uint64_t elements = 1;
-  bool overflow = false;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    const Json& d = shape[i];
-    const bool ok = d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0);
-    if (!ok || d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      fail_tensor(name, cat("shape[", i, "] is ", shown(d.dump(), true),
-                            " (valid: an integer from 0 to 2^63-1)"));
-    }
-    e.shape.push_back(d.get<int64_t>());
-    overflow = overflow || __builtin_mul_overflow(elements, d.get<uint64_t>(), &elements);
-  }
-  uint64_t need = 0;
-  overflow = overflow || elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-             __builtin_mul_overflow(elements, uint64_t{known->size}, &need);
-  if (overflow) {
-    fail_tensor(name, cat("shape ", shape_text<int64_t>(e.shape), " of ", known->name,
-                          " overflows 64 bits in elements or bytes (valid: at most 2^63-1 "
-                          "elements and 2^64-1 bytes)"));
-  }
-
-  // data_offsets: [begin, end] within the data section, holding exactly the shape's bytes.
-  const Json& offsets = field("data_offsets");
-  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-      !offsets[1].is_number_unsigned()) {
-    fail_tensor(name, cat("data_offsets is ", shown(offsets.dump(), true),
-                          " (valid: [begin, end], two non-negative integers)"));
-  }
-  e.begin = offsets[0].get<uint64_t>();
-  e.end = offsets[1].get<uint64_t>();
-  const std::string range = cat("data_offsets [", e.begin, ", ", e.end, "]");
-  if (e.begin > e.end) fail_tensor(name, range + " are reversed (valid: begin <= end)");
-  if (e.end > data_size) {
-    fail_tensor(name, cat(range, " run past the data section (", data_size,
-                          " bytes: valid offsets are 0 to ", data_size, ")"));
-  }
-  if (e.end - e.begin != need) {
-    fail_tensor(name, cat(range, " hold ", e.end - e.begin, " bytes, but shape ",
-                          shape_text<int64_t>(e.shape), " of ", known->name, " needs ", need, " (",
-                          elements, " elements x ", known->size, " bytes)"));
-  }
+  Entry e;
+  e.name = name;
+  const DTypeInfo& dt = dtype(name, field("dtype"));
+  e.dtype = dt.type;
+  const Size size = shape(e, dt, field("shape"));
+  offsets(e, dt, size, field("data_offsets"), data_size);
   return e;
 }
 

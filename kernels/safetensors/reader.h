@@ -10,14 +10,14 @@
 //   data                         the tensors' bytes; data_offsets are relative to the data
 //                                start (byte 8 + N), end exclusive
 // Checks: N fits in the file (and under 100 MB, the format's own limit), the header parses as a
-// JSON object of objects, each dtype is a known one, each shape is a list of non-negative
-// integers whose product times the dtype size equals end - begin (without overflow), every
-// range lies inside the data section, and the ranges cover the data section exactly (no overlap,
-// no hole, no unindexed bytes at the end: the format's rule against polyglot files, which the
-// reference reader enforces too). Names and keys within an object are unique (a repeated one is
-// an error, not "the last one wins"). Unknown fields inside an entry are ignored. Any violation
-// throws SafetensorsError naming the file, the tensor (or the byte offset, for header-level
-// problems) and what would be valid:
+// JSON object of objects (no NUL byte, nesting under 64 levels), each dtype is a known one, each
+// shape is a list of non-negative integers whose product times the dtype size equals end - begin
+// (without overflow), every range lies inside the data section, and the ranges cover the data
+// section exactly (no overlap, no hole, no unindexed bytes at the end: the format's rule against
+// polyglot files, which the reference reader enforces too). Names and keys within an object are
+// unique (a repeated one is an error, not "the last one wins"). Unknown fields inside an entry are
+// ignored. Any violation throws SafetensorsError naming the file, the tensor (or the byte offset,
+// for header-level problems) and what would be valid:
 //   safetensors: <label>: tensor '<name>': <what> (<what would be valid>)
 // No input crashes the reader.
 #pragma once

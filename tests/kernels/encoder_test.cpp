@@ -498,6 +498,14 @@ TEST_CASE("encoder: an absent or misshapen tensor is refused naming it", "[encod
                Contains("encoder.layer.0.output.LayerNorm.bias"));
   }
   {
+    // A truncated file: the reader's error, naming the file.
+    const SynthModel m;
+    const fs::path st = m.dir.path / "model.safetensors";
+    fs::resize_file(st, fs::file_size(st) / 2);
+    CHECK_THAT(error_of<SafetensorsError>([&] { BertEncoder::load(m.dir.path); }),
+               Contains("model.safetensors"));
+  }
+  {
     // A NaN in a weight: refused at load (F32 and Q8_0), naming the tensor and the element.
     const SynthModel m({}, {}, [](std::vector<Tensor>& ts) {
       for (Tensor& t : ts) {

@@ -24,7 +24,6 @@ namespace fs = std::filesystem;
 using encoder_detail::BertLayer;
 using encoder_detail::BertWeights;
 using encoder_detail::LayerNormParams;
-using encoder_detail::Linear;
 
 // Bumped when the forward pass changes what it computes, so that caches keyed by the
 // fingerprint are invalidated.
@@ -138,18 +137,6 @@ void add_norm_row(float* x, const float* y, const float* bias, const LayerNormPa
   }
 }
 
-// Y = X W^T + b for every token row: one matmul over the whole batch, then the bias.
-void linear(const Linear& l, const float* X, int64_t tokens, float* Y) {
-  matmul(l.w, X, tokens, Y);
-  const int64_t out = l.w.rows;
-  for_rows(tokens, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      float* y = Y + t * out;
-      for (int64_t c = 0; c < out; ++c) y[c] += l.bias[size_t(c)];
-    }
-  });
-}
-
 // ---- The encoder ----
 
 // config.json, and 1_Pooling/config.json when the folder has one (it must be the mean pooling
@@ -184,7 +171,7 @@ class BertEncoderImpl final : public BertEncoder {
  private:
   Packed pack(std::span<const std::vector<int32_t>> batch) const;
   void embeddings(const Packed& p, Scratch& s) const;
-  void attention(const Packed& p, Scratch& s) const;
+  void attention(const BertLayer& l, const Packed& p, Scratch& s) const;
   void layer(const BertLayer& l, const Packed& p, Scratch& s) const;
   void pool(const Packed& p, const Scratch& s, float* out) const;
 
@@ -250,23 +237,31 @@ void BertEncoderImpl::embeddings(const Packed& p, Scratch& s) const {
 
 // ctx = softmax(Q K^T / sqrt(head_dim)) V per input and head, over that input's tokens only
 // (non-causal; packing leaves no padding keys to mask). One task per (input, head); each calls
-// the kernels with the input's whole length, so its result depends on nothing else.
-void BertEncoderImpl::attention(const Packed& p, Scratch& s) const {
+// the kernels with the input's whole length, so its result depends on nothing else. s.q, s.k,
+// s.v hold the projections without their biases: each task adds them to its own slice (and
+// folds the 1/sqrt(head_dim) scale into q), which saves three passes over the batch, each a
+// barrier for every thread.
+void BertEncoderImpl::attention(const BertLayer& l, const Packed& p, Scratch& s) const {
   const int64_t h = cfg_.hidden, hd = h / cfg_.heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const auto one = [&](int64_t b, int64_t head) {
     const int64_t off = p.offset[size_t(b)], n = p.offset[size_t(b) + 1] - off;
     const size_t at = size_t(off * h + head * hd);
+    for (int64_t r = 0; r < n; ++r) {
+      const size_t row = at + size_t(r * h);
+      for (int64_t c = 0; c < hd; ++c) {
+        const size_t f = size_t(head * hd + c);
+        s.q[row + size_t(c)] = (s.q[row + size_t(c)] + l.query.bias[f]) * scale;
+        s.k[row + size_t(c)] += l.key.bias[f];
+        s.v[row + size_t(c)] += l.value.bias[f];
+      }
+    }
     std::vector<float> S(size_t(n * n));  // [n queries, n keys]
     vk_.scores(s.q.data() + at, int(n), size_t(h), s.k.data() + at, int(n), size_t(h), int(hd),
                S.data(), size_t(n));
     for (int64_t r = 0; r < n; ++r) {
       float* row = S.data() + r * n;
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
-        row[j] *= scale;
-        mx = std::max(mx, row[j]);
-      }
+      const float mx = *std::max_element(row, row + n);
       const float inv = 1.0f / vk_.exp_sum(row, mx, row, int(n));
       for (int64_t j = 0; j < n; ++j) row[j] *= inv;
       std::fill_n(s.ctx.data() + at + size_t(r * h), hd, 0.0f);
@@ -289,10 +284,10 @@ void BertEncoderImpl::layer(const BertLayer& l, const Packed& p, Scratch& s) con
   const float eps = cfg_.layer_norm_eps;
 
   // Phase 1: self-attention and its residual norm.
-  linear(l.query, s.x.data(), n, s.q.data());
-  linear(l.key, s.x.data(), n, s.k.data());
-  linear(l.value, s.x.data(), n, s.v.data());
-  attention(p, s);
+  matmul(l.query.w, s.x.data(), n, s.q.data());
+  matmul(l.key.w, s.x.data(), n, s.k.data());
+  matmul(l.value.w, s.x.data(), n, s.v.data());
+  attention(l, p, s);
   matmul(l.attn_out.w, s.ctx.data(), n, s.tmp.data());
   for_rows(n, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {

@@ -498,6 +498,26 @@ TEST_CASE("encoder: an absent or misshapen tensor is refused naming it", "[encod
                Contains("encoder.layer.0.output.LayerNorm.bias"));
   }
   {
+    // A truncated file: the reader's error, naming the file.
+    const SynthModel m;
+    const fs::path st = m.dir.path / "model.safetensors";
+    fs::resize_file(st, fs::file_size(st) / 2);
+    CHECK_THAT(error_of<SafetensorsError>([&] { BertEncoder::load(m.dir.path); }),
+               Contains("model.safetensors"));
+  }
+  {
+    // A NaN in a weight: refused at load (F32 and Q8_0), naming the tensor and the element.
+    const SynthModel m({}, {}, [](std::vector<Tensor>& ts) {
+      for (Tensor& t : ts) {
+        if (t.name == "encoder.layer.1.attention.self.key.weight") t.values[70] = NAN;
+      }
+    });
+    for (const bool q8 : {false, true}) {
+      CHECK_THAT(error_of<EncoderError>([&] { BertEncoder::load(m.dir.path, {.q8_0 = q8}); }),
+                 Contains("'encoder.layer.1.attention.self.key.weight' element 70 is NaN"));
+    }
+  }
+  {
     // A config that asks for more layers than the file has.
     const SynthModel m({}, [](json& c) { c["num_hidden_layers"] = 3; });
     CHECK_THAT(error_of<SafetensorsError>([&] { BertEncoder::load(m.dir.path); }),

@@ -325,3 +325,30 @@ TEST_CASE("retrieval: bad parameters fail validation at their position", "[retri
     }
   }
 }
+
+TEST_CASE("retrieval: a damaged cache is rebuilt, a missing root is an error naming it",
+          "[retrieval][stage]") {
+  Repo repo;
+  const nlohmann::json t =
+      task("t1", "report", "clean the rows: strip each cell and drop empty rows");
+  const std::string yaml = pipeline(repo, "/nonexistent/encoder", false);
+  const nlohmann::json first = only(run(yaml, {t}));
+  REQUIRE(has_hit(first, "normalize_rows"));
+  // Every file of the cached index overwritten with junk: refused (checksums), rebuilt, the
+  // same result.
+  uint32_t damaged = 0;
+  for (const auto& e : fs::recursive_directory_iterator(repo.cache)) {
+    if (!e.is_regular_file()) continue;
+    Repo::write(e.path(), "not an index");
+    ++damaged;
+  }
+  REQUIRE(damaged > 0);
+  CHECK(only(run(yaml, {t})) == first);
+  CHECK(only(run(yaml, {t})) == first);  // and saved back whole
+
+  Repo other;
+  const std::string missing = (other.root / "no-such-dir").string();
+  std::string bad = yaml;
+  bad.replace(bad.find(repo.root.string()), repo.root.string().size(), missing);
+  CHECK_THROWS_WITH(run(bad, {t}), Catch::Contains(missing) && Catch::Contains("root"));
+}

@@ -250,6 +250,30 @@ TEST_CASE("same files inserted in two orders give the same results", "[retrieval
   }
 }
 
+TEST_CASE("files indexed from several threads at once give the sequential build's results",
+          "[retrieval]") {
+  // How a repository is indexed: chunking and embedding run in parallel outside the lock.
+  auto embedder = std::make_shared<BagEmbedder>();
+  Index parallel(embedder, {}), sequential(embedder, {});
+  fill(sequential, 24, 6);
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      for (int f = t; f < 24; f += 4) parallel.update_file(file_path(f), file_text(f, 6));
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  CHECK(parallel.chunk_count() == sequential.chunk_count());
+  CHECK(parallel.files() == sequential.files());
+  for (int f = 0; f < 24; f += 5) {
+    const std::string q = function_text(f, 2, 1);
+    CHECK(described(parallel.search_dense(embed_one(*embedder, q), 10, {})) ==
+          described(sequential.search_dense(embed_one(*embedder, q), 10, {})));
+    CHECK(described(parallel.search_lexical(q, 10, {})) ==
+          described(sequential.search_lexical(q, 10, {})));
+  }
+}
+
 TEST_CASE("the coarse filter searches the chunks of the nearest files", "[retrieval]") {
   auto embedder = std::make_shared<BagEmbedder>();
   IndexOptions options;

@@ -37,7 +37,7 @@ void fill(Index& index, int files, int functions) {
   for (int f = 0; f < files; ++f) index.update_file(file_path(f), file_text(f, functions));
 }
 
-TEST_CASE("update_file indexes a file once; the same text again does nothing", "[retrieval]") {
+TEST_CASE("update_file indexes a file once, and the same text again does nothing", "[retrieval]") {
   auto embedder = std::make_shared<BagEmbedder>();
   Index index(embedder, {});
   const UpdateStats first = index.update_file("pkg/module_0.py", file_text(0, 5));
@@ -59,7 +59,7 @@ TEST_CASE("update_file indexes a file once; the same text again does nothing", "
   CHECK(index.chunk_count() == 5);
 }
 
-TEST_CASE("an edit of one function embeds that chunk alone; the others keep their ids",
+TEST_CASE("an edit of one function embeds that chunk alone, the others keep their ids",
           "[retrieval]") {
   auto embedder = std::make_shared<BagEmbedder>();
   Index index(embedder, {});
@@ -150,7 +150,7 @@ TEST_CASE("200 edits of a file keep the hnsw graph bounded: freed ids are reused
   CHECK(hits[0].score == Approx(1.0));
 }
 
-TEST_CASE("dense search: a chunk's own text finds it first; excluded files never appear",
+TEST_CASE("dense search: a chunk's own text finds it first, excluded files never appear",
           "[retrieval]") {
   auto embedder = std::make_shared<BagEmbedder>();
   Index index(embedder, {});

@@ -37,7 +37,7 @@ void fill(Index& index, int files, int functions) {
   for (int f = 0; f < files; ++f) index.update_file(file_path(f), file_text(f, functions));
 }
 
-TEST_CASE("update_file indexes a file once; the same text again does nothing", "[retrieval]") {
+TEST_CASE("update_file indexes a file once, and the same text again does nothing", "[retrieval]") {
   auto embedder = std::make_shared<BagEmbedder>();
   Index index(embedder, {});
   const UpdateStats first = index.update_file("pkg/module_0.py", file_text(0, 5));
@@ -59,7 +59,7 @@ TEST_CASE("update_file indexes a file once; the same text again does nothing", "
   CHECK(index.chunk_count() == 5);
 }
 
-TEST_CASE("an edit of one function embeds that chunk alone; the others keep their ids",
+TEST_CASE("an edit of one function embeds that chunk alone, the others keep their ids",
           "[retrieval]") {
   auto embedder = std::make_shared<BagEmbedder>();
   Index index(embedder, {});
@@ -150,7 +150,7 @@ TEST_CASE("200 edits of a file keep the hnsw graph bounded: freed ids are reused
   CHECK(hits[0].score == Approx(1.0));
 }
 
-TEST_CASE("dense search: a chunk's own text finds it first; excluded files never appear",
+TEST_CASE("dense search: a chunk's own text finds it first, excluded files never appear",
           "[retrieval]") {
   auto embedder = std::make_shared<BagEmbedder>();
   Index index(embedder, {});
@@ -247,6 +247,30 @@ TEST_CASE("same files inserted in two orders give the same results", "[retrieval
             described(backward.search_lexical(q, 10, {})));
     }
     CHECK(forward.files() == backward.files());
+  }
+}
+
+TEST_CASE("files indexed from several threads at once give the sequential build's results",
+          "[retrieval]") {
+  // How a repository is indexed: chunking and embedding run in parallel outside the lock.
+  auto embedder = std::make_shared<BagEmbedder>();
+  Index parallel(embedder, {}), sequential(embedder, {});
+  fill(sequential, 24, 6);
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      for (int f = t; f < 24; f += 4) parallel.update_file(file_path(f), file_text(f, 6));
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  CHECK(parallel.chunk_count() == sequential.chunk_count());
+  CHECK(parallel.files() == sequential.files());
+  for (int f = 0; f < 24; f += 5) {
+    const std::string q = function_text(f, 2, 1);
+    CHECK(described(parallel.search_dense(embed_one(*embedder, q), 10, {})) ==
+          described(sequential.search_dense(embed_one(*embedder, q), 10, {})));
+    CHECK(described(parallel.search_lexical(q, 10, {})) ==
+          described(sequential.search_lexical(q, 10, {})));
   }
 }
 

@@ -9,7 +9,12 @@ find_package(fmt REQUIRED)
 pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)
 pkg_check_modules(TREE_SITTER REQUIRED IMPORTED_TARGET tree-sitter)
 
-find_path(HNSWLIB_INCLUDE_DIR hnswlib/hnswlib.h REQUIRED)
+# hnswlib is header-only (Debian libhnswlib-dev 0.6.2): the dense index of stages/retrieval.
+find_path(HNSWLIB_INCLUDE_DIR hnswlib/hnswlib.h)
+if(NOT HNSWLIB_INCLUDE_DIR)
+  message(FATAL_ERROR "hnswlib/hnswlib.h not found: install the Debian package libhnswlib-dev "
+                      "(scripts/setup.sh does), or pass -DHNSWLIB_INCLUDE_DIR=<dir holding hnswlib/>")
+endif()
 add_library(vsynth_hnswlib INTERFACE)
 target_include_directories(vsynth_hnswlib SYSTEM INTERFACE ${HNSWLIB_INCLUDE_DIR})
 

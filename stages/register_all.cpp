@@ -6,6 +6,7 @@
 #include "stages/core/register.h"
 #include "stages/generation/register.h"
 #include "stages/io/register.h"
+#include "stages/retrieval/register.h"
 #include "stages/validation/register.h"
 
 namespace vsynth::stages {
@@ -17,6 +18,7 @@ void register_all(graph::Registry& registry) {
   core::register_stages(registry);
   generation::register_stages(registry);
   io::register_stages(registry);
+  retrieval::register_stages(registry);
   validation::register_stages(registry);
 }
 

@@ -3,12 +3,13 @@
 // sentence-transformers does with mean pooling + Normalize:
 //   x = word_emb[ids] + pos_emb[0..n) + type_emb[0]                      [n, hidden]
 //   x = LayerNorm(x) (with bias, eps = layer_norm_eps)
-//   per layer: x = LN(x + Wo . MHA(Wq x, Wk x, Wv x))   (non-causal, padding keys masked)
+//   per layer: x = LN(x + Wo . MHA(Wq x, Wk x, Wv x))   (non-causal, over the input's own tokens)
 //              x = LN(x + W2 . GELU(W1 x))               (GELU: the erf form)
 //   e = mean over the input's real tokens of x; e /= |e|
-// Batched: every input of a call goes through each linear layer as one matmul over all their
-// tokens (kernels/cpu/matvec.h); attention runs per input over its own tokens only, so an
-// input's embedding does not depend on what else is in the batch (bit for bit).
+// Batched: the inputs of a call are packed back to back (no padding rows) and go through each
+// linear layer as one matmul over all their tokens (kernels/cpu/matvec.h); attention runs per
+// input over its own tokens only, so an input's embedding does not depend on what else is in
+// the batch, its order or the thread count (bit for bit; tests/kernels/encoder_test.cpp).
 //
 //   auto enc = BertEncoder::load("models/all-MiniLM-L6-v2", {.threads = 2});
 //   std::vector<float> e = enc->embed(batch_of_token_ids);   // batch.size() x enc->dim()
@@ -49,7 +50,8 @@ class BertEncoder {
   // `dir` holds config.json and model.safetensors (a sentence-transformers folder). Throws
   // EncoderError naming the file and what is wrong (missing file, a config value missing or
   // out of range, architecture not BertModel, hidden_act not gelu, a pooling other than mean
-  // in 1_Pooling/config.json when present) or SafetensorsError (tensor absent / misshapen).
+  // in 1_Pooling/config.json when present, a weight that is NaN or infinite) or
+  // SafetensorsError (a malformed file, a tensor absent or misshapen).
   static std::shared_ptr<BertEncoder> load(const std::filesystem::path& dir,
                                            const EncoderOptions& options = {});
   virtual ~BertEncoder();

@@ -5,6 +5,12 @@
 #   scripts/golden/regen.sh              tokenizer and logits goldens (needs models/, see
 #                                        setup-model.sh)
 #   scripts/golden/regen.sh --skip-model only the synthetic vocabularies and synthetic models
+#   scripts/golden/regen.sh --encoder    only the encoder golden (encoder_minilm.json)
+#
+# Encoder golden (make_encoder_golden.py): a float64 numpy forward of all-MiniLM-L6-v2 read from
+# models/all-MiniLM-L6-v2/model.safetensors (scripts/setup-embedder.sh), token ids from HF
+# `tokenizers`; runs in .venv-golden/ (numpy) with tokenizers==0.23.3 added; ~30 s. The full
+# regen (not --skip-model) runs it last.
 #
 # Logits goldens (make_logits_golden.py): teacher-forced llama.cpp logits on the default model
 # (~5 minutes on 2 cores) and on two tiny synthetic GGUFs the script writes from fixed seeds
@@ -22,6 +28,18 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 venv="$root/.venv-bench"
 
+encoder_golden() {
+  local gvenv="$root/.venv-golden"
+  if ! "$gvenv/bin/python" -c "import tokenizers" 2>/dev/null; then
+    "$gvenv/bin/pip" install --quiet tokenizers==0.23.3
+  fi
+  "$gvenv/bin/python" "$here/make_encoder_golden.py"
+}
+if [ "${1:-}" = "--encoder" ]; then
+  encoder_golden
+  exit 0
+fi
+
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
@@ -37,6 +55,7 @@ if [ "${1:-}" = "--skip-model" ]; then
   "$venv/bin/python" "$here/make_logits_golden.py" --only synth
 else
   "$venv/bin/python" "$here/make_logits_golden.py"
+  encoder_golden
 fi
 if [ "${1:-}" != "--skip-model" ]; then
   golden_venv="$root/.venv-golden"

@@ -14,7 +14,7 @@ bool matters(const Unit& u) {
   const Reasons& r = u.reasons;
   return !u.container && !u.removed &&
          (r.focus || r.at_cursor || r.class_member || r.in_focus || r.ref_rank >= 0 ||
-          r.edit_rank >= 0 || r.hop >= 0);
+          r.edit_rank >= 0 || r.hop >= 0 || r.retrieval_rank >= 0);
 }
 
 }  // namespace

@@ -32,12 +32,22 @@ struct Reached {
 
 class Expander {
  public:
-  Expander(CandidatesFacet& c, const ProjectIndex& index, const DepsOptions& o, graph::Arena& a)
-      : c_(c), index_(index), o_(o), arena_(a), self_(index.find(c.files[0].path)) {}
+  Expander(CandidatesFacet& c, const ProjectIndex& index, const DepsOptions& o, graph::Arena& a,
+           const RetrievedUnits* retrieved)
+      : c_(c),
+        index_(index),
+        o_(o),
+        arena_(a),
+        retrieved_(retrieved),
+        self_(index.find(c.files[0].path)) {}
 
   DepsStats run();
 
  private:
+  // Marks the retrieval hits' units (copying those of other files in) with their rank.
+  void add_retrieved();
+  // A unit of an outside file sits `offset` rows lower in the real file.
+  void shift_rows(int32_t unit, uint32_t offset);
   // Records a definition reached at `hop`; false when it was reached before or the hop is full.
   bool reach(const ProjectIndex::Ref& ref, int hop, int rank, std::string_view via);
   int32_t copy(const ProjectIndex::File& f, uint32_t unit);
@@ -57,6 +67,7 @@ class Expander {
   const ProjectIndex& index_;
   const DepsOptions& o_;
   graph::Arena& arena_;
+  const RetrievedUnits* retrieved_;
   const ProjectIndex::File* self_;
   std::vector<Reached> reached_;
   std::map<std::pair<const void*, uint32_t>, std::size_t> seen_;
@@ -264,15 +275,135 @@ DepsStats Expander::run() {
     (r.hop == 1 ? stats_.hop1 : stats_.hop2) += 1;
     c_.deps.push_back({std::string(u.name), r.file->path, r.hop, r.via});
   }
+  add_retrieved();
   return stats_;
+}
+
+void Expander::shift_rows(int32_t unit, uint32_t offset) {
+  for (int32_t i = unit; i >= 0; i = c_.units[static_cast<std::size_t>(i)].parent) {
+    Unit& u = c_.units[static_cast<std::size_t>(i)];
+    u.first_row += offset;
+    u.last_row += offset;
+    u.end_row += offset;
+    if (!u.close.empty()) {
+      u.close_first += offset;
+      u.close_last += offset;
+    }
+  }
+}
+
+void Expander::add_retrieved() {
+  if (!retrieved_) return;
+  for (const RetrievedUnits::Entry& e : retrieved_->entries) {
+    int32_t target = -1;
+    if (e.ref.file == self_) {
+      target = in_file_candidate(e.ref.file->units[e.ref.unit]);
+      if (target < 0 || target == c_.focus) continue;
+    } else {
+      const bool fresh =
+          !copied_.count(std::make_pair(static_cast<const void*>(e.ref.file), e.ref.unit));
+      target = copy(*e.ref.file, e.ref.unit);
+      if (fresh && e.row_offset > 0) shift_rows(target, e.row_offset);
+    }
+    int& rank = c_.units[static_cast<std::size_t>(target)].reasons.retrieval_rank;
+    if (rank < 0 || e.rank < rank) rank = e.rank;
+    ++stats_.retrieved;
+  }
 }
 
 }  // namespace
 
 DepsStats expand_dependencies(CandidatesFacet& candidates, const ProjectIndex& index,
-                              const DepsOptions& options, graph::Arena& arena) {
-  Expander x(candidates, index, options, arena);
+                              const DepsOptions& options, graph::Arena& arena,
+                              const RetrievedUnits* retrieved) {
+  Expander x(candidates, index, options, arena, retrieved);
   return x.run();
+}
+
+namespace {
+
+// The unit of `file` a hit names: among the definitions named like it, the one whose rows
+// overlap the hit's lines most; nullopt when none overlaps.
+std::optional<uint32_t> hit_unit(const ProjectIndex::File& file,
+                                 const facets::RetrievedFacet::Hit& hit, uint32_t row_offset) {
+  const int64_t first = static_cast<int64_t>(hit.first_line) - 1 - row_offset;
+  const int64_t last = static_cast<int64_t>(hit.last_line) - 1 - row_offset;
+  std::optional<uint32_t> best;
+  int64_t best_overlap = 0;
+  for (uint32_t i = 0; i < file.units.size(); ++i) {
+    const Unit& u = file.units[i];
+    if (!is_definition(u.kind) || simple(u.name) != simple(hit.name)) continue;
+    const int64_t overlap =
+        std::min<int64_t>(last, u.end_row) - std::max<int64_t>(first, u.first_row) + 1;
+    if (overlap > best_overlap) {
+      best_overlap = overlap;
+      best = i;
+    }
+  }
+  return best;
+}
+
+// `text` with the first row's indentation taken off every row that starts with it (a method
+// cut out of its class parses as a top-level function).
+std::string dedent(std::string_view text) {
+  const std::size_t indent = text.find_first_not_of(" \t");
+  if (indent == 0 || indent == std::string_view::npos) return std::string(text);
+  const std::string_view prefix = text.substr(0, indent);
+  std::string out;
+  out.reserve(text.size());
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    end = end == std::string_view::npos ? text.size() : end + 1;
+    std::string_view row = text.substr(at, end - at);
+    if (row.substr(0, prefix.size()) == prefix) row.remove_prefix(prefix.size());
+    out.append(row);
+    at = end;
+  }
+  return out;
+}
+
+// A file entry for a hit outside the task's files: its text alone, extracted.
+std::unique_ptr<ProjectIndex::File> outside_file(const facets::RetrievedFacet::Hit& hit,
+                                                 FileUnitsCache& cache) {
+  std::shared_ptr<const FileUnits> units = cache.get(hit.path, dedent(hit.text));
+  if (!units) return nullptr;
+  auto f = std::make_unique<ProjectIndex::File>();
+  f->path = hit.path;
+  f->parsed = units->file;
+  f->units = units->units;
+  f->extracted = std::move(units);
+  const uint32_t rows = f->parsed->row_count();
+  const bool trailing = rows > 1 && f->parsed->row_length(rows - 1) == 0;
+  f->rows = hit.first_line - 1 + (trailing ? rows - 1 : rows);
+  return f;
+}
+
+}  // namespace
+
+RetrievedUnits resolve_retrieved(const facets::RetrievedFacet& retrieved, const ProjectIndex& index,
+                                 FileUnitsCache& cache) {
+  RetrievedUnits out;
+  for (std::size_t rank = 0; rank < retrieved.hits.size(); ++rank) {
+    const facets::RetrievedFacet::Hit& hit = retrieved.hits[rank];
+    const ProjectIndex::File* file = index.find(hit.path);
+    uint32_t offset = 0;
+    if (!file && !hit.text.empty() && hit.first_line >= 1) {
+      if (auto f = outside_file(hit, cache)) {
+        offset = hit.first_line - 1;
+        file = f.get();
+        out.outside.push_back(std::move(f));
+      }
+    }
+    const std::optional<uint32_t> unit =
+        file ? hit_unit(*file, hit, offset) : std::optional<uint32_t>{};
+    if (!unit) {
+      ++out.unresolved;
+      continue;
+    }
+    out.entries.push_back({ProjectIndex::Ref{file, *unit}, static_cast<int>(rank), offset});
+  }
+  return out;
 }
 
 }  // namespace vsynth::stages::context

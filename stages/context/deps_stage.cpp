@@ -63,7 +63,13 @@ graph::Port DepsStage::process(graph::Item& item) {
   CandidatesFacet& c = ensure_candidates(item);
   ProjectIndex index;  // this task's alone
   index_task_files(item, c, index);
-  expand_dependencies(c, index, options_, item.arena());
+  // What retrieval.search found, when it ran before: its hits join the candidates.
+  if (const auto* retrieved = item.find<facets::RetrievedFacet>()) {
+    RetrievedUnits hits = resolve_retrieved(*retrieved, index, cache_);
+    expand_dependencies(c, index, options_, item.arena(), &hits);  // copies texts to the arena
+  } else {
+    expand_dependencies(c, index, options_, item.arena());
+  }
   return ok_;
 }
 
@@ -73,7 +79,8 @@ graph::Contract deps_contract() {
   c.summary =
       "Indexes the task's files (imports, calls, type uses; a shared cache "
       "parses each text "
-      "once) and adds definitions within two hops of the cursor's function";
+      "once) and adds definitions within two hops of the cursor's function, and the units "
+      "retrieval.search found (the `retrieved` facet, when present)";
   c.concurrency = graph::Concurrency::unlimited();  // an index per task; the
                                                     // cache locks itself
   c.requires_facets = {"anchor"};

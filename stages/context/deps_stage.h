@@ -12,6 +12,9 @@
 // every task sends every file it relies on. The task's own file (anchor facet) is indexed as
 // it was parsed and extracted, never again.
 //
+// When the item has a `retrieved` facet (retrieval.search ran before), its hits are added too,
+// each with its rank as reason (deps.h says how a hit becomes a unit).
+//
 // Requires: `anchor`. Provides: `context_units`. Ports: `ok`.
 #pragma once
 

@@ -60,6 +60,7 @@ PruneStage::PruneStage(const graph::StageContext& ctx)
   w.reference = ctx.params.number("weight_reference");
   w.edit = ctx.params.number("weight_edit");
   w.dependency = ctx.params.number("weight_dependency");
+  w.retrieval = ctx.params.number("weight_retrieval");
   w.import = ctx.params.number("weight_import");
   w.near = ctx.params.number("weight_near");
 }
@@ -134,6 +135,9 @@ graph::Contract prune_contract() {
       graph::P::number("weight_edit", 60, 0, 1e6, "value of the most recently edited block"),
       graph::P::number("weight_dependency", 70, 0, 1e6,
                        "value of a definition one hop away in another file (two hops: 0.4x)"),
+      graph::P::number("weight_retrieval", 50, 0, 1e6,
+                       "value of the best definition retrieval.search found (the `retrieved` "
+                       "facet, added by context.deps); halved by rank 8"),
       graph::P::number("weight_import", 20, 0, 1e6, "value of an import whose names are used"),
       graph::P::number("weight_near", 8, 0, 1e6,
                        "value of any other unit of the file, falling with distance"),

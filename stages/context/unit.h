@@ -42,6 +42,7 @@ struct Reasons {
   int edit_rank = -1;         // overlaps an edit; 0 = the most recent one
   int hop = -1;               // dependency distance from the focus (1 or 2; context.deps)
   int hop_rank = -1;          // rank among the units at that hop (nearest reference first)
+  int retrieval_rank = -1;    // rank among retrieval.search's hits (the `retrieved` facet)
   uint32_t row_distance = UINT32_MAX;  // rows between the unit and the cursor (cursor file)
 };
 

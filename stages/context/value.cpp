@@ -42,6 +42,9 @@ std::vector<ReasonValue> reason_values(const Unit& u, const ValueWeights& w) {
   if (r.hop == 2) {
     v.push_back({kSecondHopShare * w.dependency * decay(r.hop_rank), "dep2", r.hop_rank});
   }
+  if (r.retrieval_rank >= 0) {
+    v.push_back({w.retrieval * decay(r.retrieval_rank), "retr", r.retrieval_rank});
+  }
   if (u.kind == UnitKind::Import && r.ref_rank < 0) v.push_back({0.1 * w.import, "import", -1});
   if (u.file == 0 && u.kind != UnitKind::Import && !u.container && !r.in_focus &&
       r.row_distance <= kNearRows) {

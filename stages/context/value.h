@@ -13,6 +13,9 @@
 //   edit     blocks overlapping the edit history, 60 x 0.7^recency
 //   dep      definitions one hop away in other files (context.deps) as ref, 70 / (1 + rank / 8);
 //            two hops kSecondHopShare of that
+//   retr     definitions retrieval.search found (the `retrieved` facet, through context.deps),
+//            50 / (1 + rank / 8): relevant by what they say, not named by the focus, so below a
+//            named dependency
 //   import   imports whose names the focus uses 20, others 2
 //   near     other units of the cursor's file within kNearRows rows, 8 / (1 + rows away / 20)
 // Forms scale that: full 1, signature 0.7 (imports 1.05: the trimmed line says as much),
@@ -32,6 +35,7 @@ struct ValueWeights {
   double reference = 80;
   double edit = 60;
   double dependency = 70;
+  double retrieval = 50;
   double import = 20;
   double near = 8;
 };
@@ -49,8 +53,8 @@ inline constexpr uint32_t kNearRows = 200;
 // The value of showing `unit` in `form` (0: no reason to show it, removed, or no such form).
 double unit_value(const Unit& unit, Form form, const ValueWeights& w);
 
-// The strongest reason as shown in the context facet: "class", "ref#2", "dep1#0", ... ("" for
-// none).
+// The strongest reason as shown in the context facet: "class", "ref#2", "dep1#0", "retr#3", ...
+// ("" for none).
 std::string reason_text(const Unit& unit, const ValueWeights& w);
 
 }  // namespace vsynth::stages::context

@@ -52,7 +52,7 @@ class ContextFacet : public graph::Facet {
     uint32_t tokens = 0;  // of this form alone
     double value = 0;     // 0 for the focus, its containers and containers shown for members
     std::string reason;   // focus, path, container, class, ref#N, edit#N, dep1#N, dep2#N,
-                          // import, near, stmt
+                          // retr#N (retrieval.search's hit N), import, near, stmt
     std::string path;
     uint32_t first_line = 0, last_line = 0;  // 1-based, inclusive, in that file
   };

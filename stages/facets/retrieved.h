@@ -27,6 +27,11 @@ class RetrievedFacet : public graph::Facet {
     double score = 0;                        // fused score (reciprocal-rank fusion)
     // 1-based ranks in each list that found it; 0 = not in that list.
     uint32_t lexical_rank = 0, dense_rank = 0, structural_rank = 0;
+    // The unit's source rows (first_line..last_line of the file as the index read it), set
+    // only when the file is not one of the task's own (its files_field and cursor file):
+    // context.deps cannot find such a unit among the task's files, so it shows it from this
+    // text, as the one unit of a file entry of its own. Empty for a file the task sent.
+    std::string text;
   };
   std::vector<Hit> hits;  // best first, at most the stage's `top_k`
 
@@ -36,10 +41,11 @@ class RetrievedFacet : public graph::Facet {
   std::string degraded_reason;  // why it is not "fusion", empty otherwise
   double min_score = 0;         // the threshold this task's search used
   uint32_t searched_chunks = 0, searched_files = 0;
-  double ms = 0;
+  double ms = 0;  // not in the record, which must not depend on timing
 
-  // {served_by, degraded_reason?, min_score, searched_chunks, searched_files, ms,
-  //  hits: [{path, name, kind, lines: [a, b], score, ranks: {lexical, dense, structural}}]}
+  // {served_by, degraded_reason?, min_score, searched_chunks, searched_files,
+  //  hits: [{path, name, kind, lines: [a, b], score, ranks: {lexical, dense, structural},
+  //          outside_task?: true (the hit carries its text)}]}
   nlohmann::json to_json() const override;
 };
 

@@ -35,7 +35,8 @@ struct BertEmbedderOptions {
 };
 
 // Loads models/<dir>/{config.json, model.safetensors, tokenizer.json}. Throws EncoderError /
-// SafetensorsError / WordPieceError (kernels/) naming the file.
+// SafetensorsError / WordPieceError (kernels/) naming the file. Loaded once per process for a
+// directory (its files' sizes and times) and options, then shared with its embedding cache.
 std::shared_ptr<const Embedder> load_bert_embedder(const std::filesystem::path& dir,
                                                    const BertEmbedderOptions& options);
 

@@ -10,12 +10,15 @@
 //   std::vector<Hit> l = index.search_lexical(query_text, 20, {});
 //   const Chunk& c = index.chunk(d[0].chunk);
 //
-// Updates: update_file replaces one file's chunks as a whole. Removed chunks are markDelete'd in
-// hnswlib and their labels reused by later chunks (addPoint on a deleted label updates that
-// slot), so the graph does not grow with edits. Readers never see a half-updated file: one
-// std::shared_mutex guards the index; searches hold it shared, update_file computes the new
-// chunks and their embeddings outside the lock and swaps them in under the exclusive lock
-// (hnswlib 0.6 is not safe for an insert concurrent with a search).
+// Updates: update_file replaces one file's chunks as a whole; chunks whose text the file
+// already held keep their id and embedding (only their lines move), so an edit of one
+// function embeds one chunk. Removed chunks are markDelete'd in hnswlib and their labels
+// reused by later chunks (a deleted label's element is updated in place), so the graph does
+// not grow with edits. Readers never see a half-updated file: one std::shared_mutex guards
+// the index; searches hold it shared, update_file computes the new chunks and their
+// embeddings outside the lock and swaps them in under the exclusive lock (hnswlib 0.6 is not
+// safe for an insert concurrent with a search), and each Hit carries the chunk as searched.
+// docs/architecture.md, "Retrieval", has the details.
 //
 // Persistence: save(dir) writes the chunks, terms, vectors and the hnswlib graph with a manifest
 // (format version, embedder fingerprint, options, per-file content hash); load(dir) refuses a
@@ -36,6 +39,10 @@
 
 #include "stages/facets/context.h"
 #include "stages/retrieval/embedder.h"
+
+namespace vsynth::stages::ast {
+class ParsedFile;
+}
 
 namespace vsynth::stages::retrieval {
 
@@ -69,20 +76,35 @@ std::vector<Chunk> chunk_file(std::string_view path, std::string_view text,
 
 struct IndexOptions {
   ChunkOptions chunks;
-  int hnsw_m = 16;                // hnswlib M
+  // hnswlib M and ef_construction (a loaded index keeps those it was built with)
+  int hnsw_m = 16;
   int hnsw_ef_construction = 200;
-  int hnsw_ef_search = 64;        // raised to k when k is larger
-  uint32_t coarse_files = 0;      // files kept by the file-level filter; 0 = search all chunks
+  int hnsw_ef_search = 64;    // raised to k when k is larger
+  uint32_t coarse_files = 0;  // files kept by the file-level filter; 0 = search all chunks
+  // An index with fewer live chunks than this is searched by an exact scan instead of the
+  // graph (under ~1 ms at 384 dims): small repositories get exact, order-independent results.
+  uint32_t exact_below = 4096;
+  // Keep the parse trees of this many most recently updated files and parse their next
+  // version incrementally from the last one (an editor session saving one file again and
+  // again: a 2,000-line file re-parses in a fraction of a full parse). 0 (default): every
+  // text is parsed afresh, since tree-sitter's incremental tree is not always the tree a
+  // fresh parse gives (stages/ast/parse_cache.h), and chunks would depend on edit history.
+  uint32_t reparse_files = 0;
 };
 
 struct Hit {
   uint32_t chunk = 0;  // Index::chunk id
   double score = 0;    // cosine (dense) or BM25 (lexical); higher is better
+  // The chunk as it was when the search ran: a result set is one consistent view even when
+  // an update replaces the file (and frees or reuses the id) right after the search returns.
+  std::shared_ptr<const Chunk> data;
 };
 
 struct UpdateStats {
   uint32_t added = 0, removed = 0, reused_slots = 0;
   bool unchanged = false;  // same content hash as indexed: nothing done
+  uint32_t embedded = 0;   // texts sent to the embedder (chunks whose text is new to the file)
+  std::string skipped;     // why the file has no chunks (chunk_file's reason), or ""
   double embed_ms = 0, total_ms = 0;
 };
 
@@ -92,6 +114,9 @@ class Index {
   ~Index();
 
   UpdateStats update_file(std::string_view path, std::string_view text);
+  // The same for a file already parsed (the cursor's file as ast.anchor parsed it): its path
+  // and source are the file's, and it is not parsed again.
+  UpdateStats update_file(std::shared_ptr<const ast::ParsedFile> file);
   void remove_file(std::string_view path);
   bool has_file(std::string_view path) const;
   std::optional<uint64_t> content_hash(std::string_view path) const;  // of the indexed text
@@ -109,6 +134,13 @@ class Index {
   std::size_t chunk_count() const;
   std::size_t file_count() const;
   bool dense() const;  // has an embedder
+
+  // Indexed paths, sorted (after load(): what to re-validate against the disk).
+  std::vector<std::string> files() const;
+  // Indexed files `path` imports (file level: a file whose stem is a word of its imports).
+  std::vector<std::string> imports(std::string_view path) const;
+  // Elements of the hnswlib graph, deleted ones included (bounded under edits: slots reused).
+  std::size_t graph_elements() const;
 
   void save(const std::filesystem::path& dir) const;
   // Files in the loaded index with their content hashes (to re-validate against the disk).

@@ -1,0 +1,50 @@
+// The BertModel tensors of a safetensors file bound to the shapes an EncoderConfig implies
+// (internal to kernels/encoder). Linear weights are WeightViews for matmul: F32 views into the
+// mapping (copied when the file leaves them misaligned), or Q8_0 rows quantized at load and
+// owned here. Biases and LayerNorm parameters are small and copied to floats.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "kernels/cpu/matvec.h"
+#include "kernels/encoder/bert.h"
+#include "kernels/safetensors/reader.h"
+
+namespace vsynth::kernels::encoder_detail {
+
+// y = W x + b; torch's Linear weight [out, in] is WeightView rows = out, cols = in.
+struct Linear {
+  WeightView w;
+  std::vector<float> bias;  // [rows]
+};
+
+struct LayerNormParams {
+  std::vector<float> gamma, beta;  // [hidden]
+};
+
+struct BertLayer {
+  Linear query, key, value, attn_out;  // [hidden, hidden]
+  LayerNormParams attn_ln;
+  Linear up;    // intermediate.dense [intermediate, hidden]
+  Linear down;  // output.dense [hidden, intermediate]
+  LayerNormParams out_ln;
+};
+
+struct BertWeights {
+  WeightView word;                // [vocab, hidden] F32 (get_rows)
+  std::vector<float> position;    // [max_positions * hidden]
+  std::vector<float> token_type;  // [hidden]: row 0, the only segment a single input has
+  LayerNormParams emb_ln;
+  std::vector<BertLayer> layers;
+  // Storage the views point into when they are not the mapping's own bytes.
+  std::vector<std::unique_ptr<std::byte[]>> owned;
+};
+
+// Binds every tensor with SafetensorsFile::require (absent or misshapen: SafetensorsError naming
+// it). `q8_0` quantizes the linear weights (needs hidden and intermediate multiples of 32;
+// EncoderError otherwise). The views refer to `file`, which must outlive the result.
+BertWeights bind_bert_weights(const SafetensorsFile& file, const EncoderConfig& c, bool q8_0);
+
+}  // namespace vsynth::kernels::encoder_detail

@@ -1,0 +1,79 @@
+// One task's search (retrieval.search): the query, the three ranked lists, their fusion, the
+// adaptive threshold and the per-file cap, over the shared repository index and the task's
+// own overlay index, into a RetrievedFacet.
+//
+// Query text: the task's instruction, the identifiers the cursor's function uses (nearest the
+// cursor first), then the function's own text (in this order, so that truncation to the
+// encoder's 256 tokens cuts the function's far end, never the instruction).
+//
+// Lists (each of at most `candidates` chunks; the cursor's own function, and any chunk inside
+// it, never appears):
+//   lexical     BM25 of the query's terms: the shared index (the task's overlay paths
+//               excluded) and the overlay are ranked as two lists (their BM25 statistics differ)
+//   dense       cosine with the query's embedding, both indexes merged by cosine (comparable)
+//   structural  the chunks the other lists found, ranked by how close their file is to the
+//               cursor's: the same file first, then files the cursor's file imports (a file
+//               whose stem appears as a word in its import statements); others are not in it
+// Fusion: reciprocal-rank fusion (index.h), score = sum weight / (rrf_k + rank), divided by its
+// largest possible value (every list in use at rank 1), so scores are in (0, 1]. Pieces of one
+// unit count as the unit (its best piece). Ties: path, then line, so a result never depends on
+// the order chunks were indexed in.
+//
+// Adaptive threshold: coverage = of the identifiers the cursor's function uses that name a
+// definition the search can see (in the cursor's file or among the candidates), the share the
+// cursor's file defines itself; a hit needs score >= min_score + adaptive_raise x coverage.
+// With the defaults (weights 1, raise 0.3) a function whose file already defines everything it
+// uses only gets hits that two lists agree on (one list alone scores at most 1/3).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "stages/facets/retrieved.h"
+#include "stages/retrieval/embedder.h"
+#include "stages/retrieval/index.h"
+
+namespace vsynth::stages::retrieval {
+
+struct SearchOptions {
+  uint32_t top_k = 8;
+  uint32_t per_file_cap = 3;
+  uint32_t candidates = 50;  // chunks per list
+  double min_score = 0.05;
+  double adaptive_raise = 0.3;
+  double weight_lexical = 1, weight_dense = 1, weight_structural = 1;
+  double rrf_k = 60;
+  ChunkOptions chunks;  // the indexes' own (to find the whole unit of a long unit's piece)
+};
+
+struct SearchQuery {
+  std::string cursor_path;
+  std::string focus_text;  // the cursor's outermost function, else the rows around it
+  uint32_t focus_first_line = 0, focus_last_line = 0;  // 1-based; 0: no focus
+  std::vector<std::string> identifiers;                // nearest the cursor first
+  std::vector<std::string> imports;                    // import statements of the cursor's file
+  std::string instruction;
+  std::set<std::string> in_file_names;  // simple names of the cursor file's definitions
+  std::set<std::string> task_paths;     // the task's own files (no text in their hits)
+
+  std::string text() const;  // as the header says
+};
+
+// `overlay` holds the task's files that differ from `shared` (paths in `exclude`); `embedder`
+// null: no dense list (served_by "lexical"). `file_text` gives the text the search saw for a
+// path (the task's version of a task file, else the repository's), or null: the whole lines of
+// a long unit split into pieces, and the text of hits outside the task's files, come from it.
+facets::RetrievedFacet search(const Index& shared, const Index& overlay,
+                              const std::unordered_set<std::string>& exclude,
+                              const SearchQuery& query, const SearchOptions& options,
+                              const Embedder* embedder,
+                              const std::function<std::string_view(const std::string&)>& file_text);
+
+// The simple name of a qualified one ("Cart.receipt" -> "receipt", "a::b" -> "b").
+std::string_view simple_name(std::string_view name);
+
+}  // namespace vsynth::stages::retrieval

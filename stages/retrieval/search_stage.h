@@ -1,0 +1,45 @@
+// retrieval.search: the project's functions most relevant to the cursor, from a
+// retrieval.index resource, into the `retrieved` facet that context.deps adds to the
+// candidates (so context.prune packs them with the dependency hops under one budget).
+//
+//   resources:
+//     code: { use: retrieval.index, with: { root: "." } }
+//   stages:
+//     retrieve: { use: retrieval.search, with: { index: code, top_k: 8 } }
+//   edges:
+//     - anchor -> retrieve -> summarize -> deps -> dedup -> prune -> out
+//
+// Per-task overlay, for determinism: the task's own files (files_field and its cursor's file)
+// whose text differs from what the shared index holds are indexed for this task alone (in
+// path order; the embedder's cache makes a file seen before cost no encoding) and searched
+// with the shared index, from which those paths are excluded. A task never sees another
+// task's files, and its result does not depend on what ran before or beside it. The query,
+// lists, fusion and threshold are in search.h; every parameter in search_contract().
+//
+// Requires: `anchor`. Provides: `retrieved`. Ports: `ok`.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "graph/stage.h"
+#include "stages/retrieval/index_resource.h"
+#include "stages/retrieval/search.h"
+
+namespace vsynth::stages::retrieval {
+
+class SearchStage : public graph::SyncStage {
+ public:
+  explicit SearchStage(const graph::StageContext& ctx);
+  graph::Port process(graph::Item& item) override;
+
+ private:
+  std::shared_ptr<IndexResource> index_;
+  SearchOptions options_;
+  nlohmann::json::json_pointer files_, instruction_;
+  graph::Port ok_;
+};
+
+graph::Contract search_contract();
+
+}  // namespace vsynth::stages::retrieval

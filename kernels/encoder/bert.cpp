@@ -80,6 +80,14 @@ std::string make_fingerprint(const fs::path& weights, const std::string& config_
 
 // ---- Per-call state ----
 
+// A call runs its inputs through the layers in passes of whole inputs of up to this many tokens
+// (an input longer than this runs alone). At 1024 tokens a pass's activations (~16 MB for
+// MiniLM) mostly stay in cache between its layers, and a call's memory stays bounded however
+// large its batch. What pass an input lands in never changes its bytes (batch invariance), so
+// the split is invisible to callers: a 32-chunk batch of 200-token chunks ran 7.7 chunks/s in
+// one pass and 9.5 one chunk at a time (Q8_0, 1 thread).
+constexpr int64_t kPassTokens = 1024;
+
 // One call's batch, packed back to back: input b owns token rows [offset[b], offset[b + 1]).
 struct Packed {
   std::vector<int64_t> offset;    // [inputs + 1]
@@ -169,7 +177,9 @@ class BertEncoderImpl final : public BertEncoder {
   std::vector<float> embed(std::span<const std::vector<int32_t>> batch) const override;
 
  private:
-  Packed pack(std::span<const std::vector<int32_t>> batch) const;
+  // EncoderError naming the first bad input (index in `batch`) and position.
+  void check(std::span<const std::vector<int32_t>> batch) const;
+  static Packed pack(std::span<const std::vector<int32_t>> inputs);
   void embeddings(const Packed& p, Scratch& s) const;
   void attention(const BertLayer& l, const Packed& p, Scratch& s) const;
   void layer(const BertLayer& l, const Packed& p, Scratch& s) const;
@@ -195,10 +205,7 @@ BertEncoderImpl::BertEncoderImpl(const fs::path& dir, const EncoderOptions& opt)
       vk_(vec::vec_kernels()),
       arena_(opt.threads > 0 ? opt.threads : tbb::info::default_concurrency()) {}
 
-Packed BertEncoderImpl::pack(std::span<const std::vector<int32_t>> batch) const {
-  Packed p;
-  p.offset.reserve(batch.size() + 1);
-  p.offset.push_back(0);
+void BertEncoderImpl::check(std::span<const std::vector<int32_t>> batch) const {
   for (size_t b = 0; b < batch.size(); ++b) {
     const auto& ids = batch[b];
     if (ids.empty() || ids.size() > size_t(cfg_.max_positions)) {
@@ -213,9 +220,17 @@ Packed BertEncoderImpl::pack(std::span<const std::vector<int32_t>> batch) const 
                            " is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) +
                            ")");
       }
-      p.ids.push_back(ids[i]);
-      p.position.push_back(static_cast<int32_t>(i));
     }
+  }
+}
+
+Packed BertEncoderImpl::pack(std::span<const std::vector<int32_t>> inputs) {
+  Packed p;
+  p.offset.reserve(inputs.size() + 1);
+  p.offset.push_back(0);
+  for (const auto& ids : inputs) {
+    p.ids.insert(p.ids.end(), ids.begin(), ids.end());
+    for (size_t i = 0; i < ids.size(); ++i) p.position.push_back(static_cast<int32_t>(i));
     p.offset.push_back(p.offset.back() + static_cast<int64_t>(ids.size()));
   }
   return p;
@@ -334,14 +349,31 @@ void BertEncoderImpl::pool(const Packed& p, const Scratch& s, float* out) const 
 }
 
 std::vector<float> BertEncoderImpl::embed(std::span<const std::vector<int32_t>> batch) const {
-  const Packed p = pack(batch);
-  std::vector<float> out(size_t(p.inputs() * cfg_.hidden));
-  if (p.inputs() == 0) return out;
-  Scratch s(p.tokens(), cfg_.hidden, cfg_.intermediate);
+  check(batch);
+  const int64_t h = cfg_.hidden;
+  std::vector<float> out(batch.size() * size_t(h));
+  // Passes of whole inputs, up to kPassTokens tokens each (a longer input alone).
+  std::vector<std::pair<size_t, size_t>> passes;  // [first input, end)
+  int64_t widest = 0;
+  for (size_t b0 = 0; b0 < batch.size();) {
+    size_t b1 = b0;
+    int64_t tokens = 0;
+    while (b1 < batch.size() && (b1 == b0 || tokens + int64_t(batch[b1].size()) <= kPassTokens)) {
+      tokens += int64_t(batch[b1++].size());
+    }
+    passes.emplace_back(b0, b1);
+    widest = std::max(widest, tokens);
+    b0 = b1;
+  }
+  if (passes.empty()) return out;
+  Scratch s(widest, h, cfg_.intermediate);
   arena_.execute([&] {
-    embeddings(p, s);
-    for (const BertLayer& l : w_.layers) layer(l, p, s);
-    pool(p, s, out.data());
+    for (const auto& [b0, b1] : passes) {
+      const Packed p = pack(batch.subspan(b0, b1 - b0));
+      embeddings(p, s);
+      for (const BertLayer& l : w_.layers) layer(l, p, s);
+      pool(p, s, out.data() + b0 * size_t(h));
+    }
   });
   return out;
 }

@@ -367,8 +367,13 @@ TEST_CASE("encoder: the forward pass matches a float64 reference on a synthetic 
 TEST_CASE("encoder: an input's embedding does not depend on the batch, its order or the threads",
           "[encoder]") {
   const SynthModel m;
-  // 40 inputs of 1..40 tokens: several matmul token groups and tiles, every kernel column count.
-  const auto inputs = random_inputs(38, 40, 100, 5);
+  // 90 inputs of 1..40 tokens: several matmul token groups and tiles, every kernel column count,
+  // and more tokens than embed() runs in one pass (1024), so the batch splits where the single
+  // calls and the reversed batch do not.
+  const auto inputs = random_inputs(88, 40, 100, 5);
+  size_t tokens = 0;
+  for (const auto& in : inputs) tokens += in.size();
+  REQUIRE(tokens > 1024);
   for (const bool q8 : {false, true}) {
     INFO("q8_0 = " << q8);
     check_batch_invariance(BertEncoder::load(m.dir.path, {.threads = 2, .q8_0 = q8}),

@@ -61,9 +61,12 @@ struct Slot {
 // A file's new chunks, prepared outside the lock.
 struct Prepared {
   FileChunks file;
-  std::vector<uint64_t> hashes;                                      // of each chunk's text
-  std::vector<std::vector<std::pair<std::string, uint32_t>>> terms;  // of each chunk
-  std::unordered_map<uint64_t, std::vector<float>> vectors;          // by text hash
+  std::vector<uint64_t> hashes;  // of each chunk's text
+  // Of each chunk whose text the file did not hold (the others keep their postings); an
+  // empty optional for the rest.
+  std::vector<std::optional<std::vector<std::pair<std::string, uint32_t>>>> terms;
+  std::unordered_set<uint64_t> held;                         // text hashes of the old chunks
+  std::unordered_map<uint64_t, std::vector<float>> vectors;  // by text hash
 };
 
 // The parsed trees of the files updated last, for IndexOptions::reparse_files; its own
@@ -253,11 +256,11 @@ bool Index::Impl::snapshot(std::string_view path, uint64_t hash, Prepared& p) co
   const FileEntry* f = files.find(path);
   if (f == nullptr) return false;
   if (f->hash == hash) return true;
-  if (dense) {
-    for (const uint32_t id : f->chunks) {
-      const auto v = vector(id);
-      p.vectors.try_emplace(slots[id].text_hash, v.begin(), v.end());
-    }
+  for (const uint32_t id : f->chunks) {
+    p.held.insert(slots[id].text_hash);
+    if (!dense) continue;
+    const auto v = vector(id);
+    p.vectors.try_emplace(slots[id].text_hash, v.begin(), v.end());
   }
   return false;
 }
@@ -275,7 +278,10 @@ void Index::Impl::prepare(std::string_view path, std::string_view text,
   stats.skipped = p.file.skipped;
   for (const Chunk& c : p.file.chunks) {
     p.hashes.push_back(fnv1a64(c.text));
-    p.terms.push_back(count_terms(bm25_terms(c.text, p.file.language)));
+    p.terms.emplace_back();
+    if (p.held.count(p.hashes.back()) == 0) {
+      p.terms.back() = count_terms(bm25_terms(c.text, p.file.language));
+    }
   }
   if (!dense) return;
   // One embed call for the texts the file did not hold (each distinct text once).
@@ -339,10 +345,13 @@ bool Index::Impl::swap(std::string_view path, uint64_t hash, Prepared& p, Update
       entry.chunks.push_back(id);
       continue;
     }
+    // A text the file held when prepared but no longer does (another update of it since):
+    // its terms were not computed.
+    if (!p.terms[i]) p.terms[i] = count_terms(bm25_terms(c.text, p.file.language));
     bool reused = false;
     const uint32_t id = take_slot(reused);
     const auto v = p.vectors.find(p.hashes[i]);
-    add_chunk(id, std::move(c), p.hashes[i], p.terms[i],
+    add_chunk(id, std::move(c), p.hashes[i], *p.terms[i],
               v == p.vectors.end() ? nullptr : &v->second);
     entry.chunks.push_back(id);
     ++stats.added;

@@ -121,9 +121,11 @@ class Index {
   bool has_file(std::string_view path) const;
   std::optional<uint64_t> content_hash(std::string_view path) const;  // of the indexed text
 
-  // Top k chunks by cosine with `query` (unit length, embedder dim) / by BM25 of the query's
-  // terms; chunks of files in `exclude` never appear. Ties broken by chunk path, then line, so
-  // results do not depend on insertion order. Empty when the index has no embedder (dense).
+  // Top k chunks by cosine with `query` (unit length, embedder dim; another size is an
+  // IndexError) / by BM25 of the query's terms; chunks of files in `exclude` never appear.
+  // Scores are exact and ties broken by chunk path, then line, so results do not depend on
+  // insertion order (dense: exactly so under exact_below chunks; above it the graph picks the
+  // candidates). Empty when the index has no embedder (dense).
   std::vector<Hit> search_dense(std::span<const float> query, std::size_t k,
                                 const std::unordered_set<std::string>& exclude) const;
   std::vector<Hit> search_lexical(std::string_view query, std::size_t k,

@@ -15,6 +15,7 @@
 #include "index_util.h"
 #include "stages/ast/language.h"
 #include "stages/ast/parsed_file.h"
+#include "stages/retrieval/hash.h"
 #include "stages/retrieval/index.h"
 #include "test_embedder.h"
 
@@ -271,6 +272,37 @@ TEST_CASE("files indexed from several threads at once give the sequential build'
           described(sequential.search_dense(embed_one(*embedder, q), 10, {})));
     CHECK(described(parallel.search_lexical(q, 10, {})) ==
           described(sequential.search_lexical(q, 10, {})));
+  }
+}
+
+TEST_CASE("two writers racing on one file leave the index of the last text swapped in",
+          "[retrieval]") {
+  auto embedder = std::make_shared<BagEmbedder>();
+  Index index(embedder, {});
+  fill(index, 4, 8);
+  const auto version = [](int writer, int i) { return file_text(1, 8, i % 8, writer * 100 + i); };
+  std::vector<std::thread> writers;
+  for (int w = 1; w <= 2; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; i < 60; ++i) index.update_file(file_path(1), version(w, i));
+    });
+  }
+  for (std::thread& t : writers) t.join();
+  // Whichever last text won, the index is exactly a fresh build with it: chunks, postings
+  // (BM25 scores) and vectors.
+  const std::optional<uint64_t> current = index.content_hash(file_path(1));
+  REQUIRE(current.has_value());
+  const std::string last = *current == fnv1a64(version(1, 59)) ? version(1, 59) : version(2, 59);
+  CHECK(*current == fnv1a64(last));
+  Index fresh(embedder, {});
+  fill(fresh, 4, 8);
+  fresh.update_file(file_path(1), last);
+  CHECK(contents(index) == contents(fresh));
+  for (int f = 0; f < 4; ++f) {
+    const std::string q = function_text(f, 3, 1);
+    CHECK(described(index.search_lexical(q, 10, {})) == described(fresh.search_lexical(q, 10, {})));
+    CHECK(described(index.search_dense(embed_one(*embedder, q), 10, {})) ==
+          described(fresh.search_dense(embed_one(*embedder, q), 10, {})));
   }
 }
 

@@ -60,16 +60,36 @@ std::unique_ptr<Drafter> make_drafter(DrafterKind kind);
 // (hash chains, as in LZ77), updated incrementally as tokens are appended (O(1) per token and
 // n) and unwound on rewind (O(removed tokens)); a proposal is a few hash lookups plus the copy.
 //
-// Adaptation, from the loop's observe() calls: each n keeps its own draft length (doubled
-// after a fully accepted draft, cut to accepted + 1 after a partial one) and an exponentially
-// weighted acceptance rate; an n whose rate falls under kMinRate stops drafting except for one
-// probe in every kProbeEvery matches, so a context where matches mislead pays almost nothing.
+// Adaptation, from the loop's observe() calls: each n keeps an estimate of the chance that a
+// drafted token is kept (hits over trials, a geometric model: a draft of d with a kept makes
+// a + 1 trials, or d when all were kept; older drafts weigh less by kDecay per draft). A draft
+// of d tokens then yields sum_{i<=d} rate^i tokens for kVerifyCost[d] decodes' time; the drafter
+// proposes the d <= max_tokens with the best ratio, and nothing when even that is below 1 (plain
+// decoding is cheaper) except one 1-token probe per kProbeEvery matches, to notice when the
+// text starts repeating.
 class NgramDrafter : public Drafter {
  public:
-  static constexpr int kMaxN = 3;             // longest n-gram matched
-  static constexpr double kMinRate = 0.2;     // accepted / drafted below which an n pauses
-  static constexpr int kProbeEvery = 8;       // matches of a paused n between two probes
-  static constexpr double kRateWeight = 0.3;  // weight of the newest draft in the rate
+  static constexpr int kMaxN = 3;        // longest n-gram matched
+  static constexpr double kDecay = 0.8;  // weight of the previous estimate per observed draft
+  static constexpr int kProbeEvery = 8;  // matches of a paused n between two probes
+  // Time of one verification pass of k = 1 + draft tokens, in decode steps (the cost curve in
+  // docs/performance.md: Gemma 3 270M Q4_K_M, 2 threads, contexts 512 and 4096); the rows of the
+  // 262k-token output projection make every extra token cost about half a decode. Past the
+  // table each token adds kVerifyCostStep.
+  static constexpr double kVerifyCost[] = {1.0, 1.25, 1.7, 2.0, 2.5, 2.95, 3.45, 3.7};
+  static constexpr double kVerifyCostStep = 0.45;
+
+  // `prior_rate`: the keep rate assumed before any draft was observed (weighs as two tokens).
+  explicit NgramDrafter(double prior_rate = 0.5) {
+    for (Level& lv : levels_) lv.hits = 2.0 * prior_rate;
+    prior_rate_ = prior_rate;
+  }
+
+  // Verification cost of k tokens (k >= 1) in decode steps.
+  static double verify_cost(int k);
+  // The draft length in [1, max_tokens] with the most expected tokens per decode-step of cost
+  // at keep rate `rate`, and that ratio in `*gain`.
+  static int best_length(double rate, int max_tokens, double* gain);
 
   std::span<const TokenId> propose(std::span<const TokenId> context, int32_t max_tokens) override;
   void observe(int32_t drafted, int32_t accepted) override;
@@ -77,14 +97,15 @@ class NgramDrafter : public Drafter {
 
   // The n of the last non-empty proposal (0: none yet), for tests and traces.
   int last_n() const { return last_n_; }
+  // The current keep-rate estimate of n-grams of length n (1..kMaxN).
+  double rate(int n) const { return levels_[n].hits / levels_[n].trials; }
 
  private:
   struct Level {
     std::unordered_map<uint64_t, int32_t> newest;  // n-gram key -> newest end position
-    std::vector<int32_t> prev;  // [end position] the previous end of the same key, -1: none
-    int32_t length = 0;         // adapted draft length; 0: not set yet (max_tokens)
-    double rate = 0.5;          // recent accepted / drafted
-    int32_t skipped = 0;        // matches not drafted while paused
+    std::vector<int32_t> prev;        // [end position] the previous end of the same key, -1: none
+    double hits = 1.0, trials = 2.0;  // decayed counts, from the prior
+    int32_t skipped = 0;              // matches not drafted while paused
   };
   uint64_t key(std::size_t end, int n) const;  // the n tokens before `end` in tokens_
   void index_end(std::size_t end);             // n-grams ending at `end` (tokens_[end] exists)
@@ -95,6 +116,7 @@ class NgramDrafter : public Drafter {
   std::vector<TokenId> draft_;
   int last_n_ = 0;
   int pending_n_ = 0;  // the n of the proposal awaiting observe(), 0: none
+  double prior_rate_ = 0.5;
 };
 
 }  // namespace vsynth::kernels

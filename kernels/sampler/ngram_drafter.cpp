@@ -1,5 +1,6 @@
 // NgramDrafter (kernels/sampler/drafter.h): prompt lookup over hash chains.
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +18,27 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser: a full-avalanche 64-bit h
 }
 
 }  // namespace
+
+double NgramDrafter::verify_cost(int k) {
+  constexpr int n = static_cast<int>(std::size(kVerifyCost));
+  return k <= n ? kVerifyCost[k - 1] : kVerifyCost[n - 1] + kVerifyCostStep * (k - n);
+}
+
+int NgramDrafter::best_length(double rate, int max_tokens, double* gain) {
+  int best = 1;
+  double best_gain = 0.0, expected = 1.0, term = 1.0;  // expected = sum_{i<=d} rate^i
+  for (int d = 1; d <= max_tokens; ++d) {
+    term *= rate;
+    expected += term;
+    const double g = expected / verify_cost(d + 1);
+    if (g > best_gain) {
+      best_gain = g;
+      best = d;
+    }
+  }
+  *gain = best_gain;
+  return best;
+}
 
 uint64_t NgramDrafter::key(std::size_t end, int n) const {
   uint64_t h = static_cast<uint64_t>(n);
@@ -74,11 +96,15 @@ std::span<const TokenId> NgramDrafter::propose(std::span<const TokenId> context,
     const int32_t at = find(end, n);
     if (at < 0) continue;
     Level& lv = levels_[n];
-    if (lv.rate < kMinRate && ++lv.skipped % kProbeEvery != 0) continue;
+    double gain = 0.0;
+    int32_t len = best_length(lv.hits / lv.trials, max_tokens, &gain);
+    if (gain < 1.0) {  // plain decoding is cheaper: probe now and then
+      if (++lv.skipped % kProbeEvery != 0) continue;
+      len = 1;
+    }
 
     // Phase 3: copy what followed the match; past the context's end the copy reads its own
     // output, so a periodic tail ("a b a b") extends itself.
-    const int32_t len = lv.length > 0 ? std::min(lv.length, max_tokens) : max_tokens;
     for (int32_t j = 0; j < len; ++j) {
       const std::size_t src = static_cast<std::size_t>(at) + static_cast<std::size_t>(j);
       draft_.push_back(src < end ? tokens_[src] : draft_[src - end]);
@@ -93,10 +119,9 @@ void NgramDrafter::observe(int32_t drafted, int32_t accepted) {
   if (pending_n_ == 0 || drafted <= 0) return;
   Level& lv = levels_[pending_n_];
   pending_n_ = 0;
-  const double frac = static_cast<double>(accepted) / drafted;
-  lv.rate = (1.0 - kRateWeight) * lv.rate + kRateWeight * frac;
-  constexpr int32_t kLongest = 64;  // a bound on the doubling; the loop caps it by max_draft
-  lv.length = accepted >= drafted ? std::min(2 * drafted, kLongest) : accepted + 1;
+  // Geometric trials: each kept token is a success; the first rejected one ends the draft.
+  lv.hits = kDecay * lv.hits + accepted;
+  lv.trials = kDecay * lv.trials + accepted + (accepted < drafted ? 1 : 0);
 }
 
 void NgramDrafter::rewind(std::size_t length) {
@@ -119,7 +144,10 @@ void NgramDrafter::rewind(std::size_t length) {
   tokens_.resize(length);
   for (int n = 1; n <= kMaxN; ++n) levels_[n].prev.resize(length);
   if (length == 0) {
-    for (Level& lv : levels_) lv = Level{};
+    for (Level& lv : levels_) {
+      lv = Level{};
+      lv.hits = 2.0 * prior_rate_;
+    }
     last_n_ = 0;
   }
   draft_.clear();

@@ -4,6 +4,7 @@
 // streaming, hooks and the sequence left behind, and that speculation did save forward passes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -99,7 +100,7 @@ struct LambdaHook : MaskHook {
 
 TEST_CASE("the n-gram drafter proposes what followed the newest match of the longest n",
           "[speculation][drafter]") {
-  NgramDrafter d;
+  NgramDrafter d(1.0);  // a prior keep rate of 1: drafts as long as allowed
   // 1 2 3 4 5 | 9 2 3 7 | 1 2 3: the trigram 1 2 3 occurred at the start (then 4 5), the bigram
   // 2 3 more recently (then 7): the longest n wins.
   const std::vector<TokenId> ctx{1, 2, 3, 4, 5, 9, 2, 3, 7, 1, 2, 3};
@@ -119,7 +120,7 @@ TEST_CASE("the n-gram drafter proposes what followed the newest match of the lon
 }
 
 TEST_CASE("a periodic tail extends itself past the context's end", "[speculation][drafter]") {
-  NgramDrafter d;
+  NgramDrafter d(1.0);
   const std::vector<TokenId> ctx{5, 1, 2, 1, 2, 1};
   const auto draft = d.propose(ctx, 5);
   CHECK(std::vector<TokenId>(draft.begin(), draft.end()) == std::vector<TokenId>{2, 1, 2, 1, 2});
@@ -127,7 +128,7 @@ TEST_CASE("a periodic tail extends itself past the context's end", "[speculation
 
 TEST_CASE("rewind unindexes the removed tokens; a shrinking context without it is refused",
           "[speculation][drafter]") {
-  NgramDrafter d;
+  NgramDrafter d(1.0);
   std::vector<TokenId> ctx{1, 2, 3, 1, 2, 6, 4, 5, 1, 2};
   auto draft = d.propose(ctx, 2);
   CHECK(std::vector<TokenId>(draft.begin(), draft.end()) == std::vector<TokenId>{6, 4});
@@ -146,17 +147,36 @@ TEST_CASE("rewind unindexes the removed tokens; a shrinking context without it i
   CHECK(d.propose(std::vector<TokenId>{1, 2}, 1).empty());
 }
 
-TEST_CASE("draft length and n adapt to acceptance", "[speculation][drafter]") {
+TEST_CASE("draft length follows the keep rate through the cost curve", "[speculation][drafter]") {
+  // The cost curve's verdicts: one token at an even chance, three when nearly all are kept,
+  // nothing at 20% (a rejected draft costs more than the kept tokens save).
+  double gain = 0;
+  CHECK(NgramDrafter::best_length(0.5, 8, &gain) == 1);
+  CHECK(gain == Approx(1.5 / 1.25));
+  CHECK(NgramDrafter::best_length(0.95, 8, &gain) == 3);
+  CHECK(gain > 1.8);
+  CHECK(NgramDrafter::best_length(0.95, 2, &gain) == 2);  // capped by the caller
+  NgramDrafter::best_length(0.2, 8, &gain);
+  CHECK(gain < 1.0);
+  CHECK(NgramDrafter::verify_cost(9) == Approx(3.7 + 0.45));
+
+  // A text that repeats 1..9: every draft is kept, so the rate climbs and the drafts grow.
   NgramDrafter d;
   std::vector<TokenId> ctx{1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3};
-  CHECK(d.propose(ctx, 8).size() == 8);
-  d.observe(8, 1);  // one kept: the next trigram draft is 2 long
-  ctx.push_back(4);
-  CHECK(d.propose(ctx, 8).size() == 2);
-  d.observe(2, 2);  // all kept: doubled
-  ctx.push_back(5);
-  ctx.push_back(6);
-  CHECK(d.propose(ctx, 8).size() == 4);
+  std::vector<std::size_t> lengths;
+  for (int i = 0; i < 8; ++i) {
+    const auto draft = d.propose(ctx, 8);
+    REQUIRE(!draft.empty());
+    CHECK(draft[0] == ctx[ctx.size() - 9]);  // the continuation of the period
+    lengths.push_back(draft.size());
+    d.observe(static_cast<int32_t>(draft.size()), static_cast<int32_t>(draft.size()));
+    ctx.insert(ctx.end(), draft.begin(), draft.end());
+  }
+  CHECK(lengths.front() == 1);
+  CHECK(std::is_sorted(lengths.begin(), lengths.end()));
+  CHECK(lengths.back() >= 3);
+  CHECK(d.rate(3) > 0.9);
+  CHECK(d.rate(1) == Approx(0.5));  // untouched: the trigram always matched first
 
   // Unigram matches that always fail pause n = 1: it then drafts once per kProbeEvery matches.
   NgramDrafter u;

@@ -30,9 +30,9 @@ std::filesystem::path synth_model(const std::string& arch) {
   return p;
 }
 
-std::shared_ptr<Model> load(const std::filesystem::path& p, int32_t ctx = 1024) {
+std::shared_ptr<Model> load(const std::filesystem::path& p, int32_t ctx = 1024, int threads = 2) {
   ModelOptions o;
-  o.threads = 2;
+  o.threads = threads;
   o.context_length = ctx;
   return Model::load(p, o);
 }
@@ -96,6 +96,76 @@ struct FixedDrafter : Drafter {
 };
 
 }  // namespace
+
+// What exactness rests on: a row of a batched pass is bit for bit the logits a decode step
+// gives at that position, wherever the batch starts and ends relative to the KV blocks (32
+// positions) and after rollbacks. A difference in the last bit of an attention sum is enough:
+// these int8-activation models amplify it to a logit change of ~1 within a few layers.
+TEST_CASE("prefill_all rows equal decode logits bit for bit, across KV block boundaries",
+          "[speculation][engine]") {
+  // 8 threads: attention splits each head's keys over threads (as on a big machine), which is
+  // where a batch used to sum the key ranges in other groups than decode.
+  for (const std::string arch : {"llama", "qwen2"}) {
+    auto m = load(synth_model(arch), 1024, 8);
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<TokenId> id(3,
+                                              std::min<TokenId>(m->config().vocab_size - 1, 300));
+    std::vector<TokenId> text{m->tokenizer().bos()};
+    for (int i = 0; i < 400; ++i) text.push_back(id(rng));
+    for (int plen : {29, 31, 60, 63, 126, 254, 286, 287, 316, 319, 350}) {
+      for (int k : {2, 3, 5, 9}) {
+        const std::vector<TokenId> prompt(text.begin(), text.begin() + plen);
+        const std::span<const TokenId> batch = std::span(text).subspan(plen, k);
+        auto by_decode = m->new_sequence();
+        by_decode->prefill(prompt);
+        auto batched = m->new_sequence();
+        batched->prefill(prompt);
+        // A rolled-back draft first: the cache must not remember it.
+        batched->prefill_all(std::span(text).subspan(plen + 20, 7));
+        batched->rollback(plen);
+        const std::span<const float> rows = batched->prefill_all(batch);
+        const std::size_t V = rows.size() / batch.size();
+        for (int j = 0; j < k; ++j) {
+          const std::span<const float> d = by_decode->decode(batch[j]);
+          const std::span<const float> r = rows.subspan(j * V, V);
+          INFO(arch << ": prompt " << plen << ", batch of " << k << ", row " << j);
+          REQUIRE(std::equal(d.begin(), d.end(), r.begin()));
+        }
+      }
+    }
+  }
+}
+
+// The same on the default model (one KV head, so attention splits every head's keys over the
+// threads): before attention summed P V in fixed groups of blocks, a batch that crossed a block
+// boundary (318 + 3 tokens crosses 320) summed row 0's keys in other groups than decode did,
+// and its logits moved by up to 0.9.
+TEST_CASE("prefill_all rows equal decode logits bit for bit on the default model",
+          "[speculation][engine][slow]") {
+  if (!vsynth::test::have_default_model()) return;
+  auto m = load(vsynth::test::default_model(), 2048);
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<TokenId> id(1000, 20000);
+  std::vector<TokenId> text{m->tokenizer().bos()};
+  for (int i = 0; i < 560; ++i) text.push_back(id(rng));
+  auto base = m->new_sequence();
+  for (int plen : {300, 318, 319, 350, 509, 510}) {
+    base->prefill(std::span(text).subspan(static_cast<std::size_t>(base->position()),
+                                          static_cast<std::size_t>(plen - base->position())));
+    for (int k : {2, 3, 5}) {
+      const std::span<const TokenId> batch = std::span(text).subspan(plen, k);
+      auto by_decode = base->fork();
+      auto batched = base->fork();
+      const std::span<const float> rows = batched->prefill_all(batch);
+      const std::size_t V = rows.size() / batch.size();
+      for (int j = 0; j < k; ++j) {
+        const std::span<const float> d = by_decode->decode(batch[j]);
+        INFO("prompt " << plen << ", batch of " << k << ", row " << j);
+        REQUIRE(std::equal(d.begin(), d.end(), rows.begin() + j * V));
+      }
+    }
+  }
+}
 
 TEST_CASE("greedy speculation is token-identical to plain decoding on the synthetic models",
           "[speculation][engine]") {

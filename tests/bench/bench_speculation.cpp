@@ -6,8 +6,9 @@
 //    step yields a + 1 tokens for r(d + 1) decodes' time.
 // 2. Decode tokens/s, plain vs the n-gram drafter at several max_draft, side by side per round
 //    (rounds alternate the configurations; the best round reported, the machine is shared), on
-//    code that repeats patterns, on a real code file, and on prose; with accepted tokens per
-//    verify step and a check that every speculative run's tokens equal plain decoding's.
+//    code that repeats patterns, on a real code file, and on prose (greedy, and sampled with one
+//    seed); with accepted tokens per verify step and a check that every speculative run's
+//    tokens equal plain decoding's (sampled: the same seed gives the same random stream).
 //
 //   ninja -C build bench_speculation
 //   ./build/tests/bench/bench_speculation [--model GGUF] [--threads 2] [--contexts 512,4096]
@@ -149,6 +150,7 @@ const char* kProse =
 struct Workload {
   std::string name;
   std::vector<TokenId> prompt;
+  float temperature = 0.0f;  // > 0: sampled with seed 1 (the same stream in every configuration)
 };
 
 struct DecodeStats {
@@ -201,6 +203,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured
   ModelOptions mo;
   mo.threads = threads;
   mo.context_length = std::max(4096, *std::max_element(contexts.begin(), contexts.end()) + 64);
@@ -249,12 +252,14 @@ int main(int argc, char** argv) {
     loads.push_back({"code, real file (interval_tree.py, first 60%)",
                      tok.encode(file.substr(0, file.size() * 6 / 10), {.add_special = true})});
   }
-  loads.push_back({"prose", tok.encode(kProse, {.add_special = true})});
+  loads.push_back({"prose, greedy", tok.encode(kProse, {.add_special = true})});
+  loads.push_back(
+      {"prose, sampled (T 0.8, top-k 40)", tok.encode(kProse, {.add_special = true}), 0.8f});
 
   std::vector<int> configs{0};  // 0: plain; else the n-gram drafter with this max_draft
   configs.insert(configs.end(), drafts.begin(), drafts.end());
-  std::printf("\ngreedy decode, %d new tokens, %d threads, best of %d rounds\n", new_tokens,
-              threads, rounds);
+  std::printf("\ndecode, %d new tokens, %d threads, best of %d rounds\n", new_tokens, threads,
+              rounds);
   std::printf("%-46s %-8s %8s %7s %9s %9s %8s %9s\n", "workload", "drafter", "tok/s", "speedup",
               "acc/step", "tok/pass", "kept %", "identical");
   for (const Workload& w : loads) {
@@ -262,7 +267,8 @@ int main(int argc, char** argv) {
     for (int round = 0; round < rounds; ++round) {
       for (size_t c = 0; c < configs.size(); ++c) {
         GenerateOptions o;
-        o.sampler.temperature = 0.0f;
+        o.sampler.temperature = w.temperature;
+        o.sampler.seed = 1;
         o.max_new_tokens = new_tokens;
         o.stop_at_eog = false;  // every run decodes the same number of tokens
         if (configs[c] > 0)

@@ -244,7 +244,8 @@ graph::Contract generate_contract() {
                 "drafts what followed the newest earlier occurrence of the last 3, 2 or 1 tokens "
                 "in the prompt and the output (prompt lookup; no match: no draft) and verifies "
                 "the draft in one forward pass; the output is unchanged (greedy: token for "
-                "token; sampled: the same distribution), only faster where text repeats. none: "
+                "token; sampled: the same distribution and, for a seed, the same text). Measured "
+                "1.1-1.4x decode on code, slower on sampled prose (docs/performance.md). none: "
                 "plain decoding. Drafting with a smaller model or a truncated self-draft is "
                 "later work, not accepted yet. The record's `speculation` counts drafted, "
                 "accepted and verify_steps"),

@@ -126,7 +126,7 @@ TEST_CASE("a periodic tail extends itself past the context's end", "[speculation
   CHECK(std::vector<TokenId>(draft.begin(), draft.end()) == std::vector<TokenId>{2, 1, 2, 1, 2});
 }
 
-TEST_CASE("rewind unindexes the removed tokens; a shrinking context without it is refused",
+TEST_CASE("rewind unindexes the removed tokens, and a shrinking context without it is refused",
           "[speculation][drafter]") {
   NgramDrafter d(1.0);
   std::vector<TokenId> ctx{1, 2, 3, 1, 2, 6, 4, 5, 1, 2};
@@ -319,7 +319,7 @@ TEST_CASE("hooks see every token: a banned draft token ends the draft, rollbacks
   }
 }
 
-TEST_CASE("wrong drafts cost no output change; a failing drafter falls back to plain decoding",
+TEST_CASE("wrong drafts cost no output change, and a failing drafter falls back to plain decoding",
           "[speculation]") {
   Fixture f;
   const std::vector<TokenId> cycle{f.id("a"), f.id("b"), f.id("c"), f.id("d")};

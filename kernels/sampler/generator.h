@@ -58,7 +58,11 @@ const char* to_string(FinishReason r);
 
 struct SpeculationOptions {
   DrafterKind drafter = DrafterKind::None;
-  // Tokens drafted per verification at most (the drafter adapts below it); >= 1.
+  // Tokens drafted per verification at most (the drafter adapts below it); >= 1. Drafts never
+  // run past max_new_tokens or GenerateOptions::context_limit; with context_limit 0 a draft
+  // near the end of the model's context can make the verification pass throw where plain
+  // decoding had a few tokens left, so set it to the context length (generate.llm and
+  // `vsynth generate` do).
   int32_t max_draft = 4;
   // When set, used instead of `drafter` (tests, drafters built by the caller); it must serve
   // this generation alone. The loop rewinds it to an empty context first.

@@ -194,7 +194,36 @@ Params check_params(const std::vector<ParamSpec>& specs, const std::vector<RawPa
   std::map<std::string, Value, std::less<>> values;
   std::vector<std::string> names;
   for (const auto& s : specs) names.push_back(s.name);
+  // A mapping groups dotted parameters: `speculative: { drafter: ngram }` gives
+  // `speculative.drafter`. Only names the contract declares with that prefix form a group.
+  std::vector<RawParam> flat;
   for (const auto& r : raw) {
+    const std::string prefix = r.name + ".";
+    const bool group = std::any_of(specs.begin(), specs.end(),
+                                   [&](const ParamSpec& s) { return s.name.starts_with(prefix); });
+    if (!group) {
+      flat.push_back(r);
+    } else if (r.value.IsMap()) {
+      for (const auto& kv : r.value) {
+        flat.push_back({prefix + kv.first.as<std::string>(""), mark_of(kv.first), kv.second});
+      }
+    } else {
+      std::vector<std::string> members;
+      for (const auto& s : specs) {
+        if (s.name.starts_with(prefix)) members.push_back(s.name.substr(prefix.size()));
+      }
+      diags.error("param.type", r.mark,
+                  fmt::format("parameter `{}` in {} must be a mapping with keys {}, got {}", r.name,
+                              owner, join_names(members), describe(r.value)));
+    }
+  }
+  std::set<std::string> given;
+  for (const auto& r : flat) {
+    if (!given.insert(r.name).second) {
+      diags.error("duplicate", r.mark,
+                  fmt::format("parameter `{}` appears twice in {}", r.name, owner));
+      continue;
+    }
     const ParamSpec* spec = nullptr;
     for (const auto& s : specs) {
       if (s.name == r.name) spec = &s;
@@ -209,9 +238,7 @@ Params check_params(const std::vector<ParamSpec>& specs, const std::vector<RawPa
   }
   for (const auto& s : specs) {
     if (values.count(s.name)) continue;
-    bool given =
-        std::any_of(raw.begin(), raw.end(), [&](const RawParam& r) { return r.name == s.name; });
-    if (given) continue;  // given but invalid: already reported
+    if (given.count(s.name)) continue;  // given but invalid: already reported
     if (s.required()) {
       diags.error("param.missing", owner_mark,
                   fmt::format("{} is missing required parameter `{}` ({}: {})", owner, s.name,

@@ -18,6 +18,8 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int kTileRows = 32;     // query rows (queries x heads of a group) per task
 constexpr int32_t kMinSplit = 4;  // blocks per key chunk when one tile's keys are split
+// Blocks per partial sum of P V (see Runner::run's phase 3); the unit of thread splitting too.
+constexpr int32_t kGroupBlocks = 4;
 
 // One (kv head, query tile) unit: rows r = query i * G + head j of the group.
 struct Unit {
@@ -122,28 +124,40 @@ class Runner {
       round_f16(row + va, vb - va);
     }
 
-    // Phase 3: out = P V, partial sums per chunk added in chunk order.
-    std::vector<float> acc(static_cast<size_t>(chunks) * R * dv, 0.0f);
-    for_chunks(chunks, [&](int32_t c) {
+    // Phase 3: out = P V. Keys are summed in groups of kGroupBlocks blocks at absolute block
+    // indices, the groups' partial sums added in group order: a row's sum then depends only on
+    // its own keys, never on which queries share the pass or how many threads split it, so a
+    // batched pass (prefill, speculative verification) gives each row the bits a decode step
+    // gives that position (masked keys weigh exactly 0 and are skipped).
+    const int32_t g0 = b0 / kGroupBlocks, g1 = (b1 + kGroupBlocks - 1) / kGroupBlocks;
+    const int32_t ng = g1 - g0;
+    const int32_t tasks = split ? std::clamp<int32_t>(ng, 1, 2 * threads_) : 1;
+    const int32_t per_task = (ng + tasks - 1) / tasks;
+    std::vector<float> acc(static_cast<size_t>(ng) * R * dv, 0.0f);
+    for_chunks((ng + per_task - 1) / per_task, [&](int32_t c) {
       std::vector<float> vbuf(int8_ ? static_cast<size_t>(bt_) : static_cast<size_t>(bt_) * dv);
-      float* A = acc.data() + static_cast<size_t>(c) * R * dv;
-      for (int32_t b = b0 + c * per; b < std::min(b1, b0 + (c + 1) * per); ++b) {
-        const int32_t t0 = std::max(u.lo, b * bt_), t1 = std::min(u.hi, (b + 1) * bt_);
-        const int32_t s0 = t0 - b * bt_;
-        const float* P = S.data() + (t0 - u.lo);
-        const int32_t id = kv_.blocks[b];
-        if (int8_) {
-          // Per-token value scales folded into the probabilities, values read as int8.
-          vk_.accumulate_i8(A, R, static_cast<size_t>(dv), P, static_cast<size_t>(nk),
-                            kv_.pool->v_i8(id, u.g) + static_cast<size_t>(s0) * dv, t1 - t0,
-                            static_cast<size_t>(dv), kv_.pool->v_scale(id, u.g) + s0, dv,
-                            vbuf.data());
-          continue;
+      for (int32_t gi = c * per_task; gi < std::min(ng, (c + 1) * per_task); ++gi) {
+        float* A = acc.data() + static_cast<size_t>(gi) * R * dv;
+        const int32_t gb0 = std::max(b0, (g0 + gi) * kGroupBlocks);
+        const int32_t gb1 = std::min(b1, (g0 + gi + 1) * kGroupBlocks);
+        for (int32_t b = gb0; b < gb1; ++b) {
+          const int32_t t0 = std::max(u.lo, b * bt_), t1 = std::min(u.hi, (b + 1) * bt_);
+          const int32_t s0 = t0 - b * bt_;
+          const float* P = S.data() + (t0 - u.lo);
+          const int32_t id = kv_.blocks[b];
+          if (int8_) {
+            // Per-token value scales folded into the probabilities, values read as int8.
+            vk_.accumulate_i8(A, R, static_cast<size_t>(dv), P, static_cast<size_t>(nk),
+                              kv_.pool->v_i8(id, u.g) + static_cast<size_t>(s0) * dv, t1 - t0,
+                              static_cast<size_t>(dv), kv_.pool->v_scale(id, u.g) + s0, dv,
+                              vbuf.data());
+            continue;
+          }
+          kt_.f16_to_f32(kv_.pool->v_f16(id, u.g) + static_cast<size_t>(s0) * dv, vbuf.data(),
+                         static_cast<int64_t>(t1 - t0) * dv);
+          vk_.accumulate(A, R, static_cast<size_t>(dv), P, static_cast<size_t>(nk), vbuf.data(),
+                         t1 - t0, static_cast<size_t>(dv), dv);
         }
-        kt_.f16_to_f32(kv_.pool->v_f16(id, u.g) + static_cast<size_t>(s0) * dv, vbuf.data(),
-                       static_cast<int64_t>(t1 - t0) * dv);
-        vk_.accumulate(A, R, static_cast<size_t>(dv), P, static_cast<size_t>(nk), vbuf.data(),
-                       t1 - t0, static_cast<size_t>(dv), dv);
       }
     });
     for (int32_t i = 0; i < nq; ++i) {
@@ -152,8 +166,8 @@ class Runner {
         float* o = out_ + (static_cast<size_t>(u.i0 + i) * s_.n_heads + u.g * G_ + j) * dv;
         std::copy(acc.begin() + static_cast<ptrdiff_t>(r * dv),
                   acc.begin() + static_cast<ptrdiff_t>((r + 1) * dv), o);
-        for (int32_t c = 1; c < chunks; ++c) {
-          vk_.add(o, acc.data() + (static_cast<size_t>(c) * R + r) * dv, dv);
+        for (int32_t gi = 1; gi < ng; ++gi) {
+          vk_.add(o, acc.data() + (static_cast<size_t>(gi) * R + r) * dv, dv);
         }
       }
     }

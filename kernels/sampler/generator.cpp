@@ -46,6 +46,14 @@ class Loop {
       throw EngineError("generate: the sequence holds no prompt (prefill it first)");
     }
     if (logits_.empty()) throw EngineError("generate: no logits for the prompt's last token");
+    const SpeculationOptions& spec = opt_.speculation;
+    if (spec.enabled() && spec.max_draft < 1) {
+      throw SamplerError("generate: speculation.max_draft = " + std::to_string(spec.max_draft) +
+                         " is invalid (>= 1)");
+    }
+    owned_drafter_ = spec.custom ? nullptr : make_drafter(spec.drafter);
+    drafter_ = spec.custom ? spec.custom : owned_drafter_.get();
+    if (drafter_) drafter_->rewind(0);
   }
 
   Generation run() {
@@ -58,6 +66,10 @@ class Loop {
       while (step()) {
       }
     }
+    // Leave the sequence as plain decoding would: the prompt and the accepted tokens, the last
+    // one unevaluated when the loop ended right after committing it; no drafted tail.
+    const auto keep = static_cast<int32_t>(history_.size()) - (last_unevaluated_ ? 1 : 0);
+    if (seq_.position() > keep) seq_.rollback(keep);
     if (opt_.on_text && streamed_ < g_.text.size()) {
       opt_.on_text(std::string_view(g_.text).substr(streamed_));
     }
@@ -127,6 +139,7 @@ class Loop {
     g_.logprob_sum += s.logprob;
     if (opt_.sampler.n_logprobs > 0) g_.top.push_back(std::move(s.top));
     if (bans_.size() > pos + 1) bans_.resize(pos + 1);
+    last_unevaluated_ = true;
 
     if (const StopStrings::Match m = stops_.find(g_.text, old_size); m.found()) {
       g_.text.resize(m.pos);
@@ -138,9 +151,85 @@ class Loop {
       return end(FinishReason::Length);
     }
     if (at_context_limit()) return end(FinishReason::Context);
-    logits_ = seq_.decode(s.token);
+    advance(s.token);
     return true;
   }
+
+  // Makes logits_ the target's logits for the position after `t`, the token just committed:
+  // the verified draft's next row when `t` is the drafted token there (no forward pass), else
+  // one forward pass of `t`, together with a new draft when the drafter has one.
+  void advance(TokenId t) {
+    last_unevaluated_ = false;
+    if (next_ < draft_.size()) {
+      if (draft_[next_] == t) {
+        ++next_;
+        ++g_.accepted;
+        logits_ = row(next_);
+        if (next_ == draft_.size()) end_draft();  // the rows stay valid until the next pass
+        return;
+      }
+      // The target chose otherwise: drop the draft's tail from the KV cache (every position
+      // from `t`'s on; `t` itself was never evaluated).
+      end_draft();
+      seq_.rollback(static_cast<int32_t>(history_.size()) - 1);
+    }
+    const std::span<const TokenId> draft = propose();
+    if (draft.empty()) {
+      logits_ = seq_.decode(t);
+      ++g_.decode_steps;
+      return;
+    }
+    verify_.assign(1, t);
+    verify_.insert(verify_.end(), draft.begin(), draft.end());
+    draft_.assign(draft.begin(), draft.end());
+    rows_ = seq_.prefill_all(verify_);  // (1 + draft) x vocab
+    next_ = 0;
+    ++g_.verify_steps;
+    g_.drafted += static_cast<int32_t>(draft_.size());
+    logits_ = row(0);
+  }
+
+  // The drafter's guess after history_, capped so that no drafted token could land past
+  // max_new_tokens or context_limit (the last token committed is never evaluated). A drafter
+  // that throws or proposes ids outside the vocabulary is dropped for the rest of this
+  // generation (plain decoding), and the Generation says why.
+  std::span<const TokenId> propose() {
+    if (!drafter_) return {};
+    const auto n = static_cast<int64_t>(g_.tokens.size());
+    int64_t budget = std::min<int64_t>(opt_.speculation.max_draft, opt_.max_new_tokens - n - 1);
+    if (opt_.context_limit > 0) {
+      budget =
+          std::min<int64_t>(budget, opt_.context_limit - static_cast<int64_t>(history_.size()) - 1);
+    }
+    if (budget <= 0) return {};
+    try {
+      const std::span<const TokenId> d = drafter_->propose(history_, static_cast<int32_t>(budget));
+      for (TokenId id : d) {
+        if (id < 0 || static_cast<std::size_t>(id) >= vocab_) {
+          throw std::out_of_range("drafted token id " + std::to_string(id) +
+                                  " is outside the vocabulary [0, " + std::to_string(vocab_) + ")");
+        }
+      }
+      return d.size() > static_cast<std::size_t>(budget) ? d.first(static_cast<std::size_t>(budget))
+                                                         : d;
+    } catch (const std::exception& e) {
+      g_.speculation_fallback = std::string("drafter failed, plain decoding from token ") +
+                                std::to_string(n) + ": " + e.what();
+      drafter_ = nullptr;
+      return {};
+    }
+  }
+
+  // Tells the drafter how much of its draft was kept and forgets the draft.
+  void end_draft() {
+    if (drafter_ && !draft_.empty()) {
+      drafter_->observe(static_cast<int32_t>(draft_.size()), static_cast<int32_t>(next_));
+    }
+    draft_.clear();
+    next_ = 0;
+  }
+
+  std::span<const float> row(std::size_t j) const { return rows_.subspan(j * vocab_, vocab_); }
 
   void ban_at(std::size_t pos, TokenId t) {
     if (bans_.size() <= pos) bans_.resize(pos + 1);
@@ -166,8 +255,11 @@ class Loop {
             std::to_string(seq_.min_rollback_position()) + "; raise the model's rollback_window");
       }
       const TokenId last = history_[static_cast<std::size_t>(last_pos)];
+      end_draft();
+      if (drafter_) drafter_->rewind(prompt_.size() + kept);
       seq_.rollback(last_pos);
       logits_ = seq_.decode(last);
+      ++g_.decode_steps;
       g_.tokens.resize(kept);
       history_.resize(prompt_.size() + kept);
       g_.text.resize(kept == 0 ? 0 : g_.token_ends[kept - 1]);
@@ -211,6 +303,16 @@ class Loop {
   Generation g_;
   int32_t retries_ = 0;
   std::size_t streamed_ = 0;
+  // Speculation state: the draft verified in the KV cache after the newest evaluated token,
+  // how many of it the loop has accepted, and the verification pass's logit rows.
+  const std::size_t vocab_ = logits_.size();
+  std::unique_ptr<Drafter> owned_drafter_;
+  Drafter* drafter_ = nullptr;
+  std::vector<TokenId> draft_;
+  std::size_t next_ = 0;
+  std::vector<TokenId> verify_;  // [newest, draft...], the pass's input
+  std::span<const float> rows_;
+  bool last_unevaluated_ = false;  // the newest accepted token has not been evaluated
 };
 
 }  // namespace

@@ -15,6 +15,18 @@
 // (the token that completed it stays in `tokens`). An EOG token ends the generation without
 // being added. Streaming (on_text) never hands out a byte that a stop string may still claim
 // or half of a UTF-8 character.
+//
+// Speculation (GenerateOptions::speculation): a drafter (kernels/sampler/drafter.h) guesses the
+// tokens after the newest accepted one; one prefill_all of [newest, draft...] yields the
+// target's logits at every drafted position. The loop then runs exactly as without speculation,
+// each step sampling from the row of the position it is at: while the sampled token equals the
+// drafted one, the next row is already computed (no forward pass); at the first difference the
+// sampled token stands (the target's own), the rest of the draft is rolled back and a new draft
+// starts from it. Every token still goes through the hooks, the stop strings and streaming in
+// order, and the sampler draws from the same logits with the same random stream, so the output
+// is what plain decoding gives: greedy token for token, sampled in distribution (for a
+// deterministic draft this is the speculative-sampling rule: the draft token x is kept with
+// probability p(x), otherwise the token comes from p without x, renormalised).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +38,7 @@
 #include <vector>
 
 #include "kernels/engine.h"
+#include "kernels/sampler/drafter.h"
 #include "kernels/sampler/mask_hook.h"
 #include "kernels/sampler/sampler.h"
 #include "kernels/sampler/stop.h"
@@ -43,6 +56,20 @@ enum class FinishReason {
 };
 const char* to_string(FinishReason r);
 
+struct SpeculationOptions {
+  DrafterKind drafter = DrafterKind::None;
+  // Tokens drafted per verification at most (the drafter adapts below it); >= 1. Drafts never
+  // run past max_new_tokens or GenerateOptions::context_limit; with context_limit 0 a draft
+  // near the end of the model's context can make the verification pass throw where plain
+  // decoding had a few tokens left, so set it to the context length (generate.llm and
+  // `vsynth generate` do).
+  int32_t max_draft = 4;
+  // When set, used instead of `drafter` (tests, drafters built by the caller); it must serve
+  // this generation alone. The loop rewinds it to an empty context first.
+  Drafter* custom = nullptr;
+  bool enabled() const { return custom != nullptr || drafter != DrafterKind::None; }
+};
+
 struct GenerateOptions {
   SamplerParams sampler;
   int32_t max_new_tokens = 256;
@@ -54,6 +81,7 @@ struct GenerateOptions {
   std::function<void(std::string_view)> on_text;
   // A hook rolled back below text already streamed: the last `bytes` shown are void.
   std::function<void(std::size_t bytes)> on_retract;
+  SpeculationOptions speculation;
 };
 
 struct Generation {
@@ -69,11 +97,19 @@ struct Generation {
   int32_t rollbacks = 0;      // hook rollback verdicts
   int32_t steps = 0;          // tokens sampled, rejected and rolled-back ones included
   double decode_ms = 0.0;     // wall time of the loop (forward passes, sampling, hooks)
+  // Speculation: tokens drafted, drafted tokens kept, multi-token verification passes, and
+  // single-token forward passes (decode calls, plain decoding's only kind).
+  int32_t drafted = 0;
+  int32_t accepted = 0;
+  int32_t verify_steps = 0;
+  int32_t decode_steps = 0;
+  // Non-empty when the drafter failed and the loop went on with plain decoding: its error.
+  std::string speculation_fallback;
 };
 
-// Throws EngineError from the engine, SamplerError for a bad mask, and std::runtime_error when
-// a hook asks for a rollback before Sequence::min_rollback_position() or past the current
-// position.
+// Throws EngineError from the engine, SamplerError for a bad mask or speculation.max_draft < 1,
+// and std::runtime_error when a hook asks for a rollback before Sequence::min_rollback_position()
+// or past the current position.
 Generation generate(Sequence& seq, const Tokenizer& tokenizer, std::span<const float> logits,
                     const GenerateOptions& options, std::span<MaskHook* const> hooks = {});
 

@@ -92,6 +92,14 @@ nlohmann::json CandidatesFacet::to_json() const {
     k["temperature"] = round_to(c.temperature, 1e-4);
     if (c.rejections) k["rejections"] = c.rejections;
     if (c.rollbacks) k["rollbacks"] = c.rollbacks;
+    if (!c.drafter.empty()) {
+      nlohmann::json& sp = k["speculation"];
+      sp["drafter"] = c.drafter;
+      sp["drafted"] = c.drafted;
+      sp["accepted"] = c.accepted;
+      sp["verify_steps"] = c.verify_steps;
+      if (!c.speculation_fallback.empty()) sp["fallback"] = valid_utf8(c.speculation_fallback);
+    }
     j["candidates"].push_back(std::move(k));
   }
   return j;

@@ -27,6 +27,13 @@ struct Candidate {
   double temperature = 0.0;
   int32_t rejections = 0;  // hook verdicts
   int32_t rollbacks = 0;
+  // Speculative decoding (kernels/sampler/generator.h): the drafter ("" when off), tokens
+  // drafted, drafted tokens kept, verification passes; why it fell back to plain decoding.
+  std::string drafter;
+  int32_t drafted = 0;
+  int32_t accepted = 0;
+  int32_t verify_steps = 0;
+  std::string speculation_fallback;
 };
 
 class CandidatesFacet : public graph::Facet {
@@ -55,7 +62,8 @@ class CandidatesFacet : public graph::Facet {
   // {mode, format, attempt, prompt_tokens, prefill_ms, [warmed_tokens], [kv_pool:
   // {cached_tokens, prompt_tokens, hit, [fallback]}], [prompt], candidates: [{code, text,
   // completion (when it differs from text), tokens, finish, finish_detail, logprob_sum,
-  // decode_ms, tokens_per_s, seed, temperature, rejections, rollbacks}]}
+  // decode_ms, tokens_per_s, seed, temperature, rejections, rollbacks, speculation: {drafter,
+  // drafted, accepted, verify_steps, fallback} when a drafter ran}]}
   nlohmann::json to_json() const override;
 };
 

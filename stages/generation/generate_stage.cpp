@@ -167,6 +167,13 @@ void GenerateStage::generate(graph::Item& item) {
     cand.temperature = opt.sampler.temperature;
     cand.rejections = g.rejections;
     cand.rollbacks = g.rollbacks;
+    if (opt.speculation.enabled()) {
+      cand.drafter = kernels::to_string(opt.speculation.drafter);
+      cand.drafted = g.drafted;
+      cand.accepted = g.accepted;
+      cand.verify_steps = g.verify_steps;
+      cand.speculation_fallback = g.speculation_fallback;
+    }
     facet.candidates.push_back(cand);
   }
 }
@@ -201,6 +208,9 @@ std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ct
   s.max_temperature = p.number("max_temperature");
   s.record_prompt = p.boolean("record_prompt");
   s.warmup = p.boolean("warmup");
+  // The contract's choices are exactly the kinds parse_drafter_kind knows.
+  s.decode.speculation.drafter = *kernels::parse_drafter_kind(p.string("speculative.drafter"));
+  s.decode.speculation.max_draft = static_cast<int32_t>(p.integer("speculative.max_draft"));
   try {
     s.decode.sampler.validate();
   } catch (const kernels::SamplerError& e) {
@@ -263,6 +273,18 @@ graph::Contract generate_contract() {
                  "prefill the prompt and generate nothing (no candidates; the record says "
                  "warmed_tokens): with the model's kv_pool_mb on, a later request on the same "
                  "file reuses its blocks, the way an editor warms a file when it is opened"),
+      P::choice("speculative.drafter", "none", {"none", "ngram"},
+                "speculative decoding (`speculative: { drafter: ngram, max_draft: 4 }`): ngram "
+                "drafts what followed the newest earlier occurrence of the last 3, 2 or 1 tokens "
+                "in the prompt and the output (prompt lookup; no match: no draft) and verifies "
+                "the draft in one forward pass; the output is unchanged (greedy: token for "
+                "token; sampled: the same distribution and, for a seed, the same text). Measured "
+                "1.1-1.4x decode on code, slower on sampled prose (docs/performance.md). none: "
+                "plain decoding. Drafting with a smaller model or a truncated self-draft is "
+                "later work, not accepted yet. The record's `speculation` counts drafted, "
+                "accepted and verify_steps"),
+      P::integer("speculative.max_draft", 4, 1, 16,
+                 "tokens drafted per verification at most (the drafter adapts below it)"),
   };
   return c;
 }

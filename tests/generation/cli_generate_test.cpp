@@ -54,6 +54,18 @@ TEST_CASE("vsynth generate writes the same non-empty text for the same seed",
   CHECK(raw.code == 0);
   CHECK(raw.out.find("tok/s") != std::string::npos);  // the statistics line (stderr)
   CHECK(raw.out.find("prompt 8 tokens") != std::string::npos);
+
+  // --draft ngram: the same greedy text, and the statistics line counts the drafts.
+  const std::string greedy = "generate --raw --temperature 0 -n 24 --model " + model.string() +
+                             " --prompt 'x = [1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3'";
+  const Result plain = sh(greedy);
+  const Result spec = sh(greedy + " --draft ngram --max-draft 6");
+  REQUIRE(plain.code == 0);
+  REQUIRE(spec.code == 0);
+  CHECK(spec.out == plain.out);
+  const Result stats = sh(greedy + " --draft ngram", true);
+  CHECK(stats.out.find("draft ngram: ") != std::string::npos);
+  CHECK(stats.out.find("verify steps") != std::string::npos);
 }
 
 TEST_CASE("vsynth generate: a missing model or bad option is a clear error", "[generation][cli]") {
@@ -65,4 +77,7 @@ TEST_CASE("vsynth generate: a missing model or bad option is a clear error", "[g
   CHECK(bad.out.find("top_p") != std::string::npos);
   const Result no_prompt = sh("generate -n 4", true);
   CHECK(no_prompt.code == 2);
+  const Result bad_draft = sh("generate --prompt hi --draft model", true);
+  CHECK(bad_draft.code == 2);
+  CHECK(bad_draft.out.find("--draft") != std::string::npos);
 }

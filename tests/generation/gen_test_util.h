@@ -79,7 +79,13 @@ class FakeSequence : public kernels::Sequence {
     return logits_;
   }
   std::span<const float> prefill_all(std::span<const TokenId> tokens) override {
-    return prefill(tokens);  // only the last row: enough for these tests
+    ++prefill_alls;
+    rows_.clear();
+    for (TokenId t : tokens) {
+      push(t);
+      rows_.insert(rows_.end(), logits_.begin(), logits_.end());
+    }
+    return rows_;
   }
   std::span<const float> decode(TokenId token) override {
     ++decodes;
@@ -104,6 +110,7 @@ class FakeSequence : public kernels::Sequence {
   }
 
   int decodes = 0;
+  int prefill_alls = 0;
   std::vector<int32_t> rollbacks;
   int32_t min_rollback = 0;
 
@@ -119,6 +126,7 @@ class FakeSequence : public kernels::Sequence {
   Prefer prefer_;
   std::vector<TokenId> tokens_;
   std::vector<float> logits_;
+  std::vector<float> rows_;  // prefill_all's rows
 };
 
 // A tiny llama-architecture GGUF with random F32 weights and `vocab` as its tokenizer:

@@ -567,3 +567,58 @@ edges:
   CHECK(c["kv_pool"]["hit"] == true);
   CHECK(c["kv_pool"]["cached_tokens"].get<int>() >= 64);
 }
+
+TEST_CASE("speculative: { drafter: ngram } keeps the output, counts drafts in the record",
+          "[generation][stage][speculation]") {
+  const auto reg = vsynth::test::full_registry();
+  auto yaml = [&](const std::string& spec) {
+    return model_yaml() + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 40, temperature: 0, )" +
+           spec + R"( } }
+edges: [ gen -> out ]
+)";
+  };
+  std::vector<nlohmann::json> tasks;
+  for (int i = 0; i < 3; ++i) tasks.push_back(humaneval_task(i));
+  const Run plain = run(yaml("speculative: { drafter: none }"), tasks, reg);
+  const Run spec = run(yaml("speculative: { drafter: ngram, max_draft: 6 }"), tasks, reg);
+  REQUIRE(plain.records.size() == 3);
+  REQUIRE(spec.records.size() == 3);
+  int verify_steps = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& p = plain.records[i]["facets"]["candidates"]["candidates"][0];
+    const auto& s = spec.records[i]["facets"]["candidates"]["candidates"][0];
+    INFO(spec.records[i].dump(2));
+    CHECK(s["text"] == p["text"]);
+    CHECK(s["tokens"] == p["tokens"]);
+    CHECK_FALSE(p.contains("speculation"));
+    REQUIRE(s.contains("speculation"));
+    CHECK(s["speculation"]["drafter"] == "ngram");
+    CHECK(s["speculation"]["accepted"].get<int>() <= s["speculation"]["drafted"].get<int>());
+    CHECK_FALSE(s["speculation"].contains("fallback"));
+    verify_steps += s["speculation"]["verify_steps"].get<int>();
+  }
+  CHECK(verify_steps > 0);  // the prompts repeat themselves: something matched
+
+  auto build_error = [&](const std::string& with) -> std::string {
+    try {
+      graph::Pipeline p(vsynth::test::load_text(yaml(with), reg), reg);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // The drafters of the issue that do not exist yet are refused, not silently ignored.
+  const std::string model_drafter = build_error("speculative: { drafter: model }");
+  CHECK_THAT(model_drafter, Catch::Contains("speculative.drafter"));
+  CHECK_THAT(model_drafter, Catch::Contains("ngram"));
+  CHECK_THAT(build_error("speculative: { drafter: ngram, max_draft: 0 }"),
+             Catch::Contains("speculative.max_draft"));
+  CHECK_THAT(build_error("speculative: { drafter: ngram, length: 3 }"),
+             Catch::Contains("unknown parameter `speculative.length`"));
+  CHECK_THAT(build_error("speculative: ngram"),
+             Catch::Contains("must be a mapping with keys drafter, max_draft"));
+  CHECK_THAT(build_error("speculative: { drafter: ngram }, speculative.drafter: none"),
+             Catch::Contains("parameter `speculative.drafter` appears twice"));
+}

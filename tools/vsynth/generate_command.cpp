@@ -48,6 +48,17 @@ std::string read_prompt(const GenerateArgs& args) {
   return text;
 }
 
+// ", draft ngram: 40 of 61 drafted tokens accepted in 22 verify steps" (empty when off).
+std::string speculation_summary(const kernels::SpeculationOptions& spec,
+                                const kernels::Generation& g) {
+  if (!spec.enabled()) return "";
+  std::string s =
+      fmt::format(", draft {}: {} of {} drafted tokens accepted in {} verify steps",
+                  kernels::to_string(spec.drafter), g.accepted, g.drafted, g.verify_steps);
+  if (!g.speculation_fallback.empty()) s += " (" + g.speculation_fallback + ")";
+  return s;
+}
+
 }  // namespace
 
 int cmd_generate(const GenerateArgs& args) {
@@ -78,6 +89,10 @@ int cmd_generate(const GenerateArgs& args) {
   sp.min_p = args.min_p;
   sp.repeat_penalty = args.repeat_penalty;
   sp.seed = args.seed;
+  // main.cpp's option check admits only the names parse_drafter_kind knows.
+  opt.speculation.drafter =
+      kernels::parse_drafter_kind(args.draft).value_or(kernels::DrafterKind::None);
+  opt.speculation.max_draft = args.max_draft;
   try {
     sp.validate();
   } catch (const kernels::SamplerError& e) {
@@ -133,12 +148,12 @@ int cmd_generate(const GenerateArgs& args) {
       std::cerr << fmt::format(
           "[{} ({}, {}): prompt {} tokens, prefill {:.0f} ms ({:.1f} tok/s); {} tokens in {:.0f} "
           "ms "
-          "({:.1f} tok/s); finish: {}]\n",
+          "({:.1f} tok/s){}; finish: {}]\n",
           res->path().filename().string(), model.backend(), chat ? "chat" : "raw", prompt.size(),
           prefill_ms,
           prefill_ms > 0 ? 1000.0 * static_cast<double>(prompt.size()) / prefill_ms : 0.0,
           g.tokens.size(), g.decode_ms, g.decode_ms > 0 ? 1000.0 * g.steps / g.decode_ms : 0.0,
-          kernels::to_string(g.finish));
+          speculation_summary(opt.speculation, g), kernels::to_string(g.finish));
     }
   } catch (const std::exception& e) {
     std::fflush(stdout);

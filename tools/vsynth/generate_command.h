@@ -18,6 +18,8 @@ struct GenerateArgs {
   float min_p = 0.05f;
   float repeat_penalty = 1.0f;
   std::vector<std::string> stop;
+  std::string draft = "none";  // speculative decoding: none | ngram
+  int max_draft = 4;
   std::string model;  // empty: $VSYNTH_MODEL, then the default model
   std::string kv_cache = "f16";
   std::string device = "auto";  // auto | cpu | cuda

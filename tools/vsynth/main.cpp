@@ -83,6 +83,14 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("--min-p", gen.min_p, "0: off");
   gen_cmd->add_option("--repeat-penalty", gen.repeat_penalty, "1: off");
   gen_cmd->add_option("--stop", gen.stop, "stop string (repeatable)");
+  gen_cmd
+      ->add_option("--draft", gen.draft,
+                   "speculative decoding: ngram (prompt lookup: drafts what followed the last "
+                   "tokens' earlier occurrence, verified in one pass; same text, faster where it "
+                   "repeats) or none; a draft model is later work")
+      ->check(CLI::IsMember({"none", "ngram"}));
+  gen_cmd->add_option("--max-draft", gen.max_draft, "tokens drafted per verification at most")
+      ->check(CLI::Range(1, 16));
   gen_cmd->add_option("-m,--model", gen.model, "GGUF file (default: $VSYNTH_MODEL, then models/)");
   gen_cmd->add_option("--kv-cache", gen.kv_cache, "f16 or int8")
       ->check(CLI::IsMember({"f16", "int8"}));

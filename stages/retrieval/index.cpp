@@ -132,7 +132,8 @@ struct Index::Impl {
   // update_file's phases (see index.h).
   UpdateStats update(std::string_view path, std::string_view text,
                      std::shared_ptr<const ast::ParsedFile> parsed);
-  bool snapshot(std::string_view path, uint64_t hash, Prepared& p) const;  // true: unchanged
+  // true: unchanged (`skipped` then gets the file's skip reason, if it has one)
+  bool snapshot(std::string_view path, uint64_t hash, Prepared& p, std::string& skipped) const;
   void prepare(std::string_view path, std::string_view text,
                std::shared_ptr<const ast::ParsedFile> parsed, Prepared& p, UpdateStats& stats);
   bool swap(std::string_view path, uint64_t hash, Prepared& p,
@@ -251,11 +252,15 @@ UpdateStats Index::update_file(std::shared_ptr<const ast::ParsedFile> file) {
   return impl_->update(path, text, std::move(file));
 }
 
-bool Index::Impl::snapshot(std::string_view path, uint64_t hash, Prepared& p) const {
+bool Index::Impl::snapshot(std::string_view path, uint64_t hash, Prepared& p,
+                           std::string& skipped) const {
   auto lock = read_lock();
   const FileEntry* f = files.find(path);
   if (f == nullptr) return false;
-  if (f->hash == hash) return true;
+  if (f->hash == hash) {
+    skipped = f->skipped;  // an unchanged skipped file is still skipped, and says why
+    return true;
+  }
   for (const uint32_t id : f->chunks) {
     p.held.insert(slots[id].text_hash);
     if (!dense) continue;
@@ -371,7 +376,7 @@ UpdateStats Index::Impl::update(std::string_view path, std::string_view text,
   Prepared p;
   // 2. The new chunks, their terms and embeddings, outside the lock (searches go on).
   // 3. The swap under the exclusive lock.
-  stats.unchanged = snapshot(path, hash, p);
+  stats.unchanged = snapshot(path, hash, p, stats.skipped);
   if (!stats.unchanged) {
     prepare(path, text, std::move(parsed), p, stats);
     stats.unchanged = !swap(path, hash, p, stats);
@@ -467,6 +472,15 @@ Chunk Index::chunk(uint32_t id) const {
 std::size_t Index::chunk_count() const {
   auto lock = impl_->read_lock();
   return impl_->live;
+}
+
+uint64_t Index::token_count() const {
+  auto lock = impl_->read_lock();
+  uint64_t tokens = 0;
+  for (const Slot& slot : impl_->slots) {
+    if (slot.live) tokens += slot.chunk->tokens;
+  }
+  return tokens;
 }
 
 std::size_t Index::file_count() const {

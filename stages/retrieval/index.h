@@ -134,6 +134,7 @@ class Index {
   // A copy (the index may change after the call returns).
   Chunk chunk(uint32_t id) const;
   std::size_t chunk_count() const;
+  uint64_t token_count() const;  // encoder tokens of every live chunk (Chunk::tokens summed)
   std::size_t file_count() const;
   bool dense() const;  // has an embedder
 

@@ -202,10 +202,20 @@ void IndexResource::build() {
   // --- every file brought to its text on disk (unchanged ones cost a hash) ---
   bool changed = !stats_.loaded;
   const fs::path root(settings_.root);
-  for (const std::string& path : walk()) {
+  const std::vector<std::string> paths = walk();
+  std::size_t done = 0;
+  for (const std::string& path : paths) {
+    if (settings_.on_file && done > 0) settings_.on_file(done, paths.size(), paths[done - 1]);
+    ++done;
     std::error_code ec;
     const uintmax_t size = fs::file_size(root / path, ec);
     if (ec || size > settings_.max_file_bytes) {
+      std::fprintf(
+          stderr, "warning: retrieval.index `%s`: %s skipped: %s\n", settings_.name.c_str(),
+          path.c_str(),
+          ec ? ec.message().c_str()
+             : fmt::format("{} bytes, over max_file_bytes {}", size, settings_.max_file_bytes)
+                   .c_str());
       ++stats_.skipped;
       continue;
     }
@@ -228,7 +238,9 @@ void IndexResource::build() {
     ++stats_.removed;
     changed = true;
   }
+  if (settings_.on_file && done > 0) settings_.on_file(done, paths.size(), paths[done - 1]);
   stats_.chunks = index_->chunk_count();
+  stats_.tokens = index_->token_count();
   // --- saved back for the next run ---
   if (!cache_path_.empty() && changed) {
     try {

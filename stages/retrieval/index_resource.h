@@ -18,6 +18,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,6 +45,9 @@ struct IndexSettings {
   bool cache = true;
   BertEmbedderOptions embedder;
   IndexOptions index;
+  // Called after each repository file is brought up to date (indexed, found unchanged or
+  // skipped), on the building thread: `done` of `total` files. For `vsynth index`'s progress.
+  std::function<void(std::size_t done, std::size_t total, const std::string& path)> on_file;
 };
 IndexSettings index_settings(const std::string& name, const graph::Params& params);
 
@@ -67,6 +71,7 @@ class IndexResource : public graph::Resource {
   struct BuildStats {
     uint32_t files = 0, indexed = 0, unchanged = 0, removed = 0, skipped = 0;
     std::size_t chunks = 0;
+    uint64_t tokens = 0;  // encoder tokens of every chunk
     bool loaded = false;  // started from the cache
     double seconds = 0;
   };

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "tests/cli/process.h"
+#include "tests/test_skip.h"
 
 namespace fs = std::filesystem;
 using vsynth::test::ChildSetup;
@@ -501,4 +502,55 @@ TEST_CASE("vsynth generate --prompt-file reads a prompt past the 128 KiB argumen
   CHECK(h > 0);
   CHECK(std::abs(n - 2 * h) < n / 50);
   CHECK(tokens(piped) == n);
+}
+
+TEST_CASE("vsynth index builds a repository's index, a second run starts from it") {
+  if (!vsynth::test::have_default_encoder()) return;
+  const fs::path repo = kWork / "index-repo", cache = kWork / "index-cache";
+  fs::remove_all(repo);
+  fs::remove_all(cache);
+  fs::create_directories(repo / "pkg");
+  fs::create_directories(repo / ".git");
+  std::ofstream(repo / "pkg/io.py") << "def read_lines(path):\n    with open(path) as f:\n"
+                                       "        return f.read().splitlines()\n";
+  std::ofstream(repo / "pkg/calc.py") << "def mean(xs):\n    return sum(xs) / len(xs)\n\n\n"
+                                         "class Stats:\n    def spread(self, xs):\n"
+                                         "        return max(xs) - min(xs)\n";
+  std::ofstream(repo / "pkg/blob.py", std::ios::binary) << std::string("\x00\x01\x02", 3);
+  std::ofstream(repo / ".git/config.py") << "def not_indexed():\n    pass\n";
+  const std::vector<std::string> args = {
+      "index", repo.string(), "--cache-dir", cache.string(), "-q", "-t", "1"};
+
+  const Result first = run(args);
+  INFO(first.err);
+  REQUIRE(first.code == 0);
+  // Two source files (the binary one skipped and named, .git never walked); 3 chunks:
+  // read_lines, mean, Stats (+ its method spread): at least 3.
+  CHECK_THAT(first.out, Catch::Contains("2 files (2 re-indexed, 0 unchanged"));
+  CHECK_THAT(first.out, Catch::Contains("1 skipped"));
+  CHECK_THAT(first.err, Catch::Contains("pkg/blob.py skipped"));
+  CHECK_THAT(first.out, !Catch::Contains("from the cache"));
+  CHECK_THAT(first.out, Catch::Contains("cache: " + cache.string()));
+
+  const Result second = run(args);
+  REQUIRE(second.code == 0);
+  CHECK_THAT(second.out, Catch::Contains("2 files (0 re-indexed, 2 unchanged"));
+  CHECK_THAT(second.out, Catch::Contains("(from the cache)"));
+
+  // An edit: that file alone is re-indexed.
+  std::ofstream(repo / "pkg/calc.py", std::ios::app) << "\n\ndef median(xs):\n    return xs\n";
+  const Result third = run(args);
+  REQUIRE(third.code == 0);
+  CHECK_THAT(third.out, Catch::Contains("2 files (1 re-indexed, 1 unchanged"));
+}
+
+TEST_CASE("vsynth index: a bad root or language is a usage error before anything loads") {
+  const Result no_root = run({"index", (kWork / "no-such-dir").string()});
+  CHECK(no_root.code == 2);
+  CHECK_THAT(no_root.err, Catch::Contains("is not a directory"));
+  fs::create_directories(kWork / "empty-repo");
+  const Result bad_lang = run({"index", (kWork / "empty-repo").string(), "--languages", "cobol"});
+  CHECK(bad_lang.code == 2);
+  CHECK_THAT(bad_lang.err, Catch::Contains("unknown language `cobol`"));
+  CHECK_THAT(bad_lang.err, Catch::Contains("python"));
 }

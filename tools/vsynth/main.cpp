@@ -7,6 +7,7 @@
 #include "tools/vsynth/commands.h"
 #include "tools/vsynth/exit_codes.h"
 #include "tools/vsynth/generate_command.h"
+#include "tools/vsynth/index_command.h"
 
 int main(int argc, char** argv) {
   using namespace vsynth;
@@ -111,6 +112,28 @@ int main(int argc, char** argv) {
       "--prompt-file, an unreadable --prompt-file), or a prompt longer than the model's "
       "context; 3 the model failed to load or to run.");
 
+  cli::IndexArgs idx;
+  auto* index_cmd = app.add_subcommand(
+      "index", "Build or update a repository's retrieval index ahead of a run (retrieval.index)");
+  index_cmd->add_option("root", idx.root, "repository directory")->required();
+  index_cmd->add_option("--languages", idx.languages, "only these languages (default: all)")
+      ->delimiter(',');
+  index_cmd->add_option("--encoder", idx.encoder,
+                        "encoder directory (default: $VSYNTH_ENCODER, then "
+                        "models/all-MiniLM-L6-v2)");
+  index_cmd->add_option("--cache-dir", idx.cache_dir,
+                        "where indexes are kept (default: $XDG_CACHE_HOME/vsynth/index, else "
+                        "~/.cache/vsynth/index)");
+  index_cmd->add_option("-t,--threads", idx.threads, "encoder threads (0: every core)")
+      ->check(CLI::Range(0, 4096));
+  index_cmd->add_flag("--q8-0", idx.q8_0, "encoder linear weights quantized to Q8_0 at load");
+  index_cmd->add_flag("-q,--quiet", idx.quiet, "no progress output");
+  index_cmd->footer(
+      "A pipeline whose retrieval.index has the same root, encoder, languages, q8_0 and "
+      "cache_dir (the other parameters at their defaults) then starts from this index. Exit "
+      "codes: 0 built (the summary on stdout; files skipped are named on stderr); 2 bad command "
+      "line (ROOT not a directory, an unknown language); 3 the index could not be built.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -126,6 +149,7 @@ int main(int argc, char** argv) {
     }
     return cli::cmd_generate(gen);
   }
+  if (*index_cmd) return cli::cmd_index(idx);
   graph::Registry registry;
   stages::register_all(registry);
   if (*run_cmd) return cli::cmd_run(registry, run);

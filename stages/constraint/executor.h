@@ -70,10 +70,15 @@ class Executor {
   virtual void exec_if(TSNode st, State& s) = 0;
   virtual void exec_for(TSNode st, State& s) = 0;
 
+  // Null-safe: an absent field gives a null node, whose field is null and whose type is "".
   static TSNode field(TSNode n, const char* name) {
+    if (ts_node_is_null(n)) return n;
     return ts_node_child_by_field_name(n, name, static_cast<uint32_t>(std::strlen(name)));
   }
-  static std::string_view type(TSNode n) { return ts_node_type(n); }
+  static std::string_view type(TSNode n) {
+    if (ts_node_is_null(n)) return {};
+    return ts_node_type(n);
+  }
   std::string_view text(TSNode n) const {
     return src_.substr(ts_node_start_byte(n), ts_node_end_byte(n) - ts_node_start_byte(n));
   }

@@ -37,7 +37,10 @@ inline TSNode field(TSNode n, const char* name) {
   return ts_node_child_by_field_id(n, field_id(ts_tree_language(n.tree), name));
 }
 
+// "" for a null node (an absent field): ts_node_type dereferences the node's tree, which a
+// null node does not have. Callers compare the result, so absent and unmatched read alike.
 inline std::string_view type_of(TSNode n) {
+  if (ts_node_is_null(n)) return {};
   return ts_node_type(n);
 }
 

@@ -193,6 +193,23 @@ TEST_CASE("deps: a method reached through a chained attribute (self.a.b.fetch) i
   CHECK(annotated.dep("fetch")->path == "beta.py");
 }
 
+TEST_CASE("deps: an attribute assigned a plain value (self.x = {}) ends the chain, no crash",
+          "[context][resolve]") {
+  // The assignment has no annotation and no call on its right: there is no type to follow.
+  // (The benchmark's tasks on click's core.py crashed here: a null node's type was read.)
+  const std::map<std::string, std::string> files = {
+      {"other.py", "class Other:\n    def items(self):\n        return []\n"}};
+  Task t("main.py",
+         "class Service:\n    def __init__(self):\n        self.settings = {}\n"
+         "        self.count = 3\n\n    def run(self):\n"
+         "        return self.settings.items(<|>) + self.count.bit_length()\n",
+         files);
+  // Reached without a crash: the focus is `run`, and deps finished (its name-only fallback may
+  // still offer Other.items, the project's one definition of that name).
+  REQUIRE(t.f.candidates.focus >= 0);
+  CHECK(t.f.candidates.units[static_cast<std::size_t>(t.f.candidates.focus)].name == "run");
+}
+
 TEST_CASE("summarize: a documented prototype has a signature form, so it is not left as a name",
           "[context][resolve]") {
   const std::string header =

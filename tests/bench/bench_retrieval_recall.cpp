@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -573,6 +574,11 @@ int main(int argc, char** argv) {
   for (std::size_t n = 0; n < tasks.size(); ++n) {
     Repo& repo = *tasks[n].first;
     const Task& t = tasks[n].second;
+    // Which task a crash or a slow step belongs to.
+    if (std::getenv("BENCH_RECALL_TRACE")) {
+      fmt::print(stderr, "task {} {} {} {} cursor={}\n", n, t.family, t.path, t.gold_name,
+                 t.cursor);
+    }
     auto file =
         std::make_shared<const ast::ParsedFile>(ast::ParsedFile::from_path(t.path, t.source));
     const ast::AnchorFacet anchor(file, ast::anchor(*file, ast::Cursor::at_byte(t.cursor)));

@@ -49,10 +49,9 @@ std::map<std::string, std::string_view> task_files(const graph::Item& item,
   return out;
 }
 
-// What the anchor says of the cursor: its function, the names it uses, the file's imports and
-// the definitions the file itself holds.
-SearchQuery query_of(const graph::Item& item, const ast::AnchorFacet& a,
-                     const nlohmann::json::json_pointer& instruction) {
+}  // namespace
+
+SearchQuery anchor_query(const ast::AnchorFacet& a, std::string instruction) {
   const ast::ParsedFile& file = a.file();
   const ast::Anchor& anchor = a.anchor();
   SearchQuery q;
@@ -81,10 +80,7 @@ SearchQuery query_of(const graph::Item& item, const ast::AnchorFacet& a,
     q.imports.emplace_back(
         file.source().substr(imp.span.start_byte, imp.span.end_byte - imp.span.start_byte));
   }
-  if (const nlohmann::json* text = lookup(item.task().data, instruction);
-      text && text->is_string()) {
-    q.instruction = text->get<std::string>();
-  }
+  q.instruction = std::move(instruction);
   const std::shared_ptr<const context::FileUnits> units =
       context::extract_file_units(a.share_file());
   for (const context::Unit& u : units->units) {
@@ -96,8 +92,6 @@ SearchQuery query_of(const graph::Item& item, const ast::AnchorFacet& a,
   if (function) q.in_file_names.erase(std::string(function->name));
   return q;
 }
-
-}  // namespace
 
 SearchStage::SearchStage(const graph::StageContext& ctx)
     : index_(ctx.resources.share<IndexResource>(ctx.params.string("index"))),
@@ -125,7 +119,12 @@ graph::Port SearchStage::process(graph::Item& item) {
   // --- this task's overlay: its files the shared index does not hold as they are ---
   Index overlay(index_->embedder(), index_->settings().index);
   std::unordered_set<std::string> exclude;
-  SearchQuery query = query_of(item, anchor, instruction_);
+  std::string instruction;
+  if (const nlohmann::json* text = lookup(item.task().data, instruction_);
+      text && text->is_string()) {
+    instruction = text->get<std::string>();
+  }
+  SearchQuery query = anchor_query(anchor, std::move(instruction));
   for (const auto& [path, text] : files) {
     query.task_paths.insert(path);
     const std::string* shared = index_->text(path);

@@ -23,10 +23,17 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/stage.h"
+#include "stages/ast/anchor_stage.h"
 #include "stages/retrieval/index_resource.h"
 #include "stages/retrieval/search.h"
 
 namespace vsynth::stages::retrieval {
+
+// What the anchor says of the cursor, as retrieval.search queries with it: the outermost
+// function around the cursor (else the rows around it), the names it uses, the file's imports,
+// the definitions the file itself holds, and the task's `instruction`. task_paths is left for
+// the caller (the task's files).
+SearchQuery anchor_query(const ast::AnchorFacet& anchor, std::string instruction = {});
 
 class SearchStage : public graph::SyncStage {
  public:

@@ -59,6 +59,7 @@
 #include "stages/retrieval/embedder.h"
 #include "stages/retrieval/index.h"
 #include "stages/retrieval/search.h"
+#include "stages/retrieval/search_stage.h"
 
 namespace ast = vsynth::stages::ast;
 namespace ctx = vsynth::stages::context;
@@ -338,45 +339,6 @@ std::vector<Task> make_unnamed_tasks(Repo& repo, uint32_t min_lines, uint32_t pe
   return tasks;
 }
 
-// The query retrieval.search builds from the anchor (search_stage.cpp's query_of, without
-// an instruction: the tasks have none).
-ret::SearchQuery query_of(const ast::AnchorFacet& a) {
-  const ast::ParsedFile& file = a.file();
-  const ast::Anchor& anchor = a.anchor();
-  ret::SearchQuery q;
-  q.cursor_path = file.path();
-  const ast::NodeInfo* function = nullptr;
-  for (const ast::Scope& scope : anchor.scopes) {
-    if (scope.kind == ast::ScopeKind::Function) function = &scope.info;
-  }
-  if (!function && anchor.function) function = &*anchor.function;
-  if (function) {
-    const ast::Span& s = function->span;
-    q.focus_text = std::string(file.source().substr(s.start_byte, s.end_byte - s.start_byte));
-    q.focus_first_line = s.start.row + 1;
-    q.focus_last_line = s.end.row + 1;
-  } else {
-    const uint32_t row = anchor.point.row;
-    const uint32_t first = row > 10 ? row - 10 : 0;
-    const uint32_t last = std::min(row + 3, file.row_count() - 1);
-    q.focus_text = std::string(ctx::rows_text(file, first, last));
-  }
-  for (const ast::Reference& r : anchor.identifiers) q.identifiers.emplace_back(r.name);
-  for (const ast::NodeInfo& imp : anchor.imports) {
-    q.imports.emplace_back(
-        file.source().substr(imp.span.start_byte, imp.span.end_byte - imp.span.start_byte));
-  }
-  const std::shared_ptr<const ctx::FileUnits> units = ctx::extract_file_units(a.share_file());
-  for (const ctx::Unit& u : units->units) {
-    if (ctx::is_definition(u.kind) && !u.name.empty()) {
-      q.in_file_names.emplace(ret::simple_name(u.name));
-    }
-  }
-  if (function) q.in_file_names.erase(std::string(function->name));
-  q.task_paths.insert(file.path());
-  return q;
-}
-
 struct Config {
   std::string name;
   bool deps = false;   // dependency hops
@@ -587,7 +549,8 @@ int main(int argc, char** argv) {
     ret::Index overlay(embedder, index_options);
     overlay.update_file(file);
     const std::unordered_set<std::string> exclude = {t.path};
-    const ret::SearchQuery q = query_of(anchor);
+    ret::SearchQuery q = ret::anchor_query(anchor);  // the tasks have no instruction
+    q.task_paths.insert(anchor.file().path());
     const double overlay_ms = ms_since(t0);
     auto file_text = [&](const std::string& path) -> std::string_view {
       if (path == t.path) return t.source;

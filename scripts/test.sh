@@ -37,6 +37,7 @@ echo "== fuzz targets (clang, libFuzzer)"
 # through ccache when it is installed, so a later run rebuilds only what changed.
 launcher=()
 if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DVSYNTH_FUZZ=ON \

@@ -45,7 +45,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if ! "$venv/bin/python" -c "import llama_cpp, gguf" 2>/dev/null; then
   echo "regen: installing llama-cpp-python and gguf into $venv (builds llama.cpp; slow)"
-  "$venv/bin/pip" install --quiet llama-cpp-python -r "$here/requirements-models.txt"
+  "$venv/bin/pip" install --quiet llama-cpp-python==0.3.36 -r "$here/requirements-models.txt"
 fi
 # The synthetic models are only reproducible with the pinned gguf and numpy.
 "$venv/bin/pip" install --quiet -r "$here/requirements-models.txt"

@@ -94,6 +94,10 @@ class Pipeline {
 
   const ValidatedPipeline& spec() const { return spec_; }
   std::vector<StageSnapshot> metrics() const;
+  // Counters of the resources that report any (Resource::counters), in declaration order.
+  std::vector<ResourceSnapshot> resource_counters() const {
+    return resources_.snapshot(resource_order_);
+  }
   // Items inside the graph right now (0 between runs).
   int64_t in_flight() const;
 

@@ -12,15 +12,34 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "graph/contract.h"
 #include "graph/params.h"
 
 namespace vsynth::graph {
 
+// One figure a resource reports for the run's summary (`vsynth run`'s table, --metrics-json),
+// e.g. a model's prefix-cache hit rate. Cumulative since the resource was built.
+struct ResourceCounter {
+  std::string name;  // snake_case, e.g. "kv_pool_hit_rate"
+  double value = 0.0;
+  bool ratio = false;  // a fraction in [0, 1]: shown as a percentage
+};
+
 class Resource {
  public:
   virtual ~Resource() = default;
+  // The figures this resource wants in the run summary; none by default. Called from the
+  // runner's thread while stages may still be using the resource: keep it cheap and safe.
+  virtual std::vector<ResourceCounter> counters() const { return {}; }
+};
+
+// A resource's counters at one moment.
+struct ResourceSnapshot {
+  std::string name;
+  std::string kind;
+  std::vector<ResourceCounter> counters;
 };
 
 class ResourceSet {
@@ -45,6 +64,17 @@ class ResourceSet {
     return std::dynamic_pointer_cast<R>(entries_.find(name)->second.resource);
   }
   bool contains(std::string_view name) const { return entries_.find(name) != entries_.end(); }
+  // The counters of each resource in `order` that reports any.
+  std::vector<ResourceSnapshot> snapshot(const std::vector<std::string>& order) const {
+    std::vector<ResourceSnapshot> out;
+    for (const std::string& name : order) {
+      auto it = entries_.find(name);
+      if (it == entries_.end() || !it->second.resource) continue;
+      std::vector<ResourceCounter> c = it->second.resource->counters();
+      if (!c.empty()) out.push_back({name, it->second.kind, std::move(c)});
+    }
+    return out;
+  }
   void clear_in_reverse(const std::vector<std::string>& order) {
     for (auto it = order.rbegin(); it != order.rend(); ++it) entries_.erase(*it);
   }

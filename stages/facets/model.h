@@ -4,9 +4,12 @@
 // only this.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "graph/resource.h"
 #include "kernels/engine.h"
@@ -29,10 +32,23 @@ class ModelResource : public graph::Resource {
   const std::string& chat_template() const { return chat_template_; }
   bool chat_tuned() const { return !chat_template_.empty(); }
 
+  // What the stages decoding with this model did, for the run summary (thread-safe).
+  struct DecodeTally {
+    int64_t generations = 0;
+    int64_t drafted = 0, accepted = 0, verify_steps = 0;
+    int64_t speculation_fallbacks = 0;  // generations whose drafter failed (plain decoding)
+    int64_t kv_pool_fallbacks = 0;      // prefills whose cached path failed (plain prefill)
+  };
+  void add(const DecodeTally& t);
+  // The prefix KV pool's counters (when kv_pool_mb is on) and the decode tally.
+  std::vector<graph::ResourceCounter> counters() const override;
+
  private:
   std::shared_ptr<kernels::Model> model_;
   std::filesystem::path path_;
   std::string chat_template_;
+  std::atomic<int64_t> generations_{0}, drafted_{0}, accepted_{0}, verify_steps_{0},
+      speculation_fallbacks_{0}, kv_pool_fallbacks_{0};
 };
 
 }  // namespace vsynth::stages::facets

@@ -113,6 +113,7 @@ void GenerateStage::generate(graph::Item& item) {
   std::unique_ptr<kernels::Sequence> base;
   const std::vector<float> logits = prefill(prompt.tokens, base, facet);  // shared by candidates
   facet.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  if (!facet.kv_pool_fallback.empty()) model_->add({.kv_pool_fallbacks = 1});
   if (settings_.warmup) {
     facet.warmup = true;
     return;
@@ -174,6 +175,11 @@ void GenerateStage::generate(graph::Item& item) {
       cand.verify_steps = g.verify_steps;
       cand.speculation_fallback = g.speculation_fallback;
     }
+    model_->add({.generations = 1,
+                 .drafted = g.drafted,
+                 .accepted = g.accepted,
+                 .verify_steps = g.verify_steps,
+                 .speculation_fallbacks = g.speculation_fallback.empty() ? 0 : 1});
     facet.candidates.push_back(cand);
   }
 }

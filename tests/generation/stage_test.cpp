@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "graph/pipeline.h"
@@ -74,7 +75,18 @@ std::string model_yaml(const std::string& extra_resources = "", bool chat = true
 
 struct Run {
   graph::RunResult result;
-  std::vector<nlohmann::json> records;  // in id order
+  std::vector<nlohmann::json> records;             // in id order
+  std::vector<graph::ResourceSnapshot> resources;  // the run summary's resource counters
+  // Counter `name` of resource `res`; nullopt when that resource does not report it.
+  std::optional<double> counter(const std::string& res, const std::string& name) const {
+    for (const auto& r : resources) {
+      if (r.name != res) continue;
+      for (const auto& c : r.counters) {
+        if (c.name == name) return c.value;
+      }
+    }
+    return std::nullopt;
+  }
 };
 
 Run run(const std::string& yaml, std::vector<nlohmann::json> tasks, const graph::Registry& reg) {
@@ -85,6 +97,7 @@ Run run(const std::string& yaml, std::vector<nlohmann::json> tasks, const graph:
   Run r;
   r.result = p.run(src, sink, control);
   r.records = sink.records;
+  r.resources = p.resource_counters();
   std::sort(r.records.begin(), r.records.end(),
             [](const auto& a, const auto& b) { return a["id"] < b["id"]; });
   return r;
@@ -465,6 +478,21 @@ edges:
     CHECK(k["cached_tokens"].get<int>() > 0);
     CHECK(k["cached_tokens"].get<int>() % 32 == 0);
   }
+  // The run summary: every attempt of every task looked the pool up (3 + 3 + 3), most hit.
+  int hits = 0, cached = 0;
+  for (const auto& rec : on.records) {
+    const auto& k = rec["facets"]["candidates"]["kv_pool"];
+    hits += k["hit"].get<bool>() ? 1 : 0;
+    cached += k["cached_tokens"].get<int>();
+  }
+  CHECK(on.counter("m", "kv_pool_lookups") == 9.0);
+  REQUIRE(on.counter("m", "kv_pool_hit_rate"));
+  CHECK(*on.counter("m", "kv_pool_hit_rate") >= hits / 9.0);  // earlier attempts may hit too
+  CHECK(*on.counter("m", "kv_pool_cached_tokens") >= cached);
+  CHECK(on.counter("m", "kv_pool_evictions") == 0.0);
+  CHECK(on.counter("m", "kv_pool_fallbacks") == 0.0);
+  CHECK(on.counter("m", "generations") == 9.0);
+  CHECK_FALSE(off.counter("m", "kv_pool_lookups"));  // pool off: nothing to report
 }
 
 TEST_CASE("warmup: the prompt is prefilled, nothing generated, the record says so",
@@ -600,6 +628,19 @@ edges: [ gen -> out ]
     verify_steps += s["speculation"]["verify_steps"].get<int>();
   }
   CHECK(verify_steps > 0);  // the prompts repeat themselves: something matched
+  // The run summary adds up the records' counts.
+  int drafted = 0, accepted = 0;
+  for (const auto& rec : spec.records) {
+    const auto& sp = rec["facets"]["candidates"]["candidates"][0]["speculation"];
+    drafted += sp["drafted"].get<int>();
+    accepted += sp["accepted"].get<int>();
+  }
+  CHECK(spec.counter("m", "draft_tokens") == static_cast<double>(drafted));
+  CHECK(spec.counter("m", "draft_accepted") == static_cast<double>(accepted));
+  CHECK(spec.counter("m", "verify_steps") == static_cast<double>(verify_steps));
+  CHECK(spec.counter("m", "speculation_fallbacks") == 0.0);
+  CHECK(spec.counter("m", "generations") == 3.0);
+  CHECK(plain.resources.empty());  // no pool, no speculation: no counters
 
   auto build_error = [&](const std::string& with) -> std::string {
     try {

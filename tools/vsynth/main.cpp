@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--resume", run.resume, "continue an existing output, skipping finished ids");
   run_cmd->add_flag("--overwrite", run.overwrite, "replace an existing output");
   run_cmd->add_option("--trace", run.trace, "write a Chrome-trace/Perfetto JSON of every span");
-  run_cmd->add_option("--metrics-json", run.metrics_json, "write per-stage metrics as JSON");
+  run_cmd->add_option("--metrics-json", run.metrics_json, "write per-stage and per-resource metrics as JSON ({stages: [...], resources: [...]})");
   run_cmd->add_flag("-q,--quiet", run.quiet, "no progress output");
   constexpr int64_t kTiB = int64_t{1} << 40;
   run_cmd

@@ -60,8 +60,24 @@ void ProgressReporter::finish(const graph::RunProgress& p) {
   std::fflush(out_);
 }
 
+std::string counters_line(const graph::ResourceSnapshot& r) {
+  std::string line;
+  for (const graph::ResourceCounter& c : r.counters) {
+    line += line.empty() ? "" : ", ";
+    if (c.ratio) {
+      line += fmt::format("{} {:.1f}%", c.name, 100.0 * c.value);
+    } else if (c.value == static_cast<double>(static_cast<int64_t>(c.value))) {
+      line += fmt::format("{} {}", c.name, static_cast<int64_t>(c.value));
+    } else {
+      line += fmt::format("{} {:.2f}", c.name, c.value);
+    }
+  }
+  return fmt::format("resource {} ({}): {}\n", r.name, r.kind, line);
+}
+
 std::string summary_table(const std::vector<graph::StageSnapshot>& stages,
-                          const graph::RunResult& r) {
+                          const graph::RunResult& r,
+                          const std::vector<graph::ResourceSnapshot>& resources) {
   std::string out = fmt::format("{:<14} {:<18} {:>7} {:>6} {:>9} {:>9} {:>9}  {}\n", "stage",
                                 "kind", "items", "errors", "p50 ms", "p95 ms", "p99 ms", "ports");
   for (const auto& s : stages) {
@@ -82,6 +98,7 @@ std::string summary_table(const std::vector<graph::StageSnapshot>& stages,
     }
     out += "statuses: " + line + "\n";
   }
+  for (const graph::ResourceSnapshot& res : resources) out += counters_line(res);
   return out;
 }
 

@@ -26,8 +26,13 @@ class ProgressReporter {
   std::mutex mu_;
 };
 
-// The end-of-run table: one row per stage with count, errors, p50/p95/p99 and items per port.
+// The end-of-run table: one row per stage with count, errors, p50/p95/p99 and items per port,
+// the results line, then one line per resource that reports counters (a model's KV pool hit
+// rate, evictions, speculation acceptance).
 std::string summary_table(const std::vector<graph::StageSnapshot>& stages,
-                          const graph::RunResult& r);
+                          const graph::RunResult& r,
+                          const std::vector<graph::ResourceSnapshot>& resources = {});
+// One resource's counters as "name value, ..." (ratios as percentages).
+std::string counters_line(const graph::ResourceSnapshot& r);
 
 }  // namespace vsynth::cli

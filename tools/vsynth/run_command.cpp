@@ -122,19 +122,27 @@ std::string file_clash(const std::vector<std::pair<const char*, std::string>>& f
   return {};
 }
 
-bool write_metrics(const std::string& path, const std::vector<graph::StageSnapshot>& metrics) {
-  nlohmann::json j = nlohmann::json::array();
+bool write_metrics(const std::string& path, const std::vector<graph::StageSnapshot>& metrics,
+                   const std::vector<graph::ResourceSnapshot>& resources) {
+  nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : metrics) {
-    j.push_back({{"stage", s.name},
-                 {"kind", s.kind},
-                 {"items", s.processed},
-                 {"errors", s.errors},
-                 {"p50_ms", s.p50_ms},
-                 {"p95_ms", s.p95_ms},
-                 {"p99_ms", s.p99_ms},
-                 {"mean_ms", s.mean_ms},
-                 {"max_queued", s.max_queued}});
+    stages.push_back({{"stage", s.name},
+                      {"kind", s.kind},
+                      {"items", s.processed},
+                      {"errors", s.errors},
+                      {"p50_ms", s.p50_ms},
+                      {"p95_ms", s.p95_ms},
+                      {"p99_ms", s.p99_ms},
+                      {"mean_ms", s.mean_ms},
+                      {"max_queued", s.max_queued}});
   }
+  nlohmann::json res = nlohmann::json::array();
+  for (const auto& r : resources) {
+    nlohmann::json counters = nlohmann::json::object();
+    for (const auto& c : r.counters) counters[c.name] = c.value;
+    res.push_back({{"resource", r.name}, {"kind", r.kind}, {"counters", counters}});
+  }
+  const nlohmann::json j = {{"stages", stages}, {"resources", res}};
   std::ofstream out(path);
   out << j.dump(2) << "\n";
   out.close();
@@ -160,9 +168,10 @@ int report(const RunArgs& args, const graph::Pipeline& pipeline, const graph::Ru
            ProgressReporter& progress) {
   progress.finish(result);
   const auto metrics = pipeline.metrics();
-  if (!args.quiet) std::cout << summary_table(metrics, result);
+  const auto resources = pipeline.resource_counters();
+  if (!args.quiet) std::cout << summary_table(metrics, result, resources);
   int code = kExitOk;
-  if (!args.metrics_json.empty() && !write_metrics(args.metrics_json, metrics)) {
+  if (!args.metrics_json.empty() && !write_metrics(args.metrics_json, metrics, resources)) {
     std::cerr << fmt::format("error: cannot write --metrics-json `{}`: {}\n", args.metrics_json,
                              std::strerror(errno));
     code = kExitRuntime;

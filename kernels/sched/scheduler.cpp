@@ -58,6 +58,10 @@ struct SchedulerCore {
   bool stop = false, stopped = false, paused = false;
   std::deque<Clock::time_point> arrivals;
   double step_ms = 0.0;  // EMA of a step's duration
+  // When the thread last became free (the previous step's end): the window counts from here
+  // for requests that queued behind a running step, so that the sequences that step just
+  // served have the window to submit their next row and join.
+  Clock::time_point free_since = Clock::now();
   SchedulerStats stats;
   std::thread thread;
 
@@ -103,7 +107,11 @@ std::vector<std::shared_ptr<Request>> SchedulerCore::pick_locked(Clock::time_poi
     if (!r->started) {
       r->started = true;
       stats.wait_ms.push_back(ms_between(r->arrival, now));
-      if (stats.wait_ms.size() > kWaitHistory) stats.wait_ms.erase(stats.wait_ms.begin());
+      stats.window_wait_ms.push_back(ms_between(std::max(r->arrival, free_since), now));
+      if (stats.wait_ms.size() > kWaitHistory) {
+        stats.wait_ms.erase(stats.wait_ms.begin());
+        stats.window_wait_ms.erase(stats.window_wait_ms.begin());
+      }
     }
     picked.push_back(r);
   }
@@ -179,8 +187,9 @@ void SchedulerCore::loop() {
     if (opt.window_ms > 0) {
       Clock::time_point oldest = queue.front()->arrival;
       for (const auto& r : queue) oldest = std::min(oldest, r->arrival);
-      const auto deadline = oldest + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double, std::milli>(opt.window_ms));
+      const auto deadline = std::max(oldest, free_since) +
+                            std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double, std::milli>(opt.window_ms));
       const int32_t target = target_locked();
       stats.batch_target = target;
       work_cv.wait_until(lk, deadline, [&] {
@@ -194,8 +203,10 @@ void SchedulerCore::loop() {
     std::vector<std::shared_ptr<Request>> picked = pick_locked(t0);
     lk.unlock();
     run_step(picked);
-    const double ms = ms_between(t0, Clock::now());
+    const Clock::time_point t1 = Clock::now();
+    const double ms = ms_between(t0, t1);
     lk.lock();
+    free_since = t1;
     step_ms = stats.steps == 1 ? ms : (1 - kEmaWeight) * step_ms + kEmaWeight * ms;
   }
   // Shutdown: fail what is still queued.

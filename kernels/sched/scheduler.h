@@ -11,8 +11,9 @@
 // goes straight to the engine's sequence. Speculative verification (prefill_all) is a row like
 // any other.
 //
-// One step: the thread waits for submissions up to `window_ms` after the oldest one (or until
-// as many rows are queued as the batch target), then takes rows in this order: requests that
+// One step: the thread waits for submissions up to `window_ms` after the oldest one, or after
+// the previous step's end for requests that queued behind it (or until as many rows are queued
+// as the batch target), then takes rows in this order: requests that
 // waited longer than the window first, then new ones; within each, decode and verify rows
 // before prefills; up to max_rows rows and max_batch_tokens tokens. A prefill longer than
 // prefill_chunk is evaluated one chunk per step (cut on KV block boundaries), so decodes keep
@@ -60,9 +61,12 @@ struct SchedulerStats {
   int64_t rows = 0;    // rows over all steps (a chunked prefill counts once per chunk)
   int64_t tokens = 0;  // tokens evaluated
   int64_t cancelled = 0;
-  double mean_rows = 0.0;       // rows per step, exponential moving average
-  int32_t batch_target = 1;     // rows the gather waits for (arrival rate x step time)
-  std::vector<double> wait_ms;  // submission to the start of its first step, last 4096
+  double mean_rows = 0.0;    // rows per step, exponential moving average
+  int32_t batch_target = 1;  // rows the gather waits for (arrival rate x step time)
+  // Per submission (the last 4096): submission to the start of its first step, and the part of
+  // that the window added (from the later of submission and the previous step's end).
+  std::vector<double> wait_ms;
+  std::vector<double> window_wait_ms;
 };
 
 namespace detail {

@@ -101,6 +101,7 @@ TEST_CASE("scheduler: concurrent generations equal the serial ones", "[scheduler
       CHECK(st.steps > 0);
       CHECK(st.rows >= st.steps);
       CHECK(st.wait_ms.size() == static_cast<size_t>(st.submissions));
+      CHECK(st.window_wait_ms.size() == st.wait_ms.size());
     }
   }
 }

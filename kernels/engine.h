@@ -34,6 +34,17 @@
 // concurrently (they share the model's KV block pool, which is locked). Compute runs in the
 // model's own oneTBB arena of `threads` threads.
 //
+// Batched steps (continuous batching; kernels/sched/scheduler.h drives them): one forward pass
+// over several sequences at once,
+//   BatchRow rows[] = {{.sequence = a.get(), .tokens = {&next_a, 1}},              // a decode
+//                      {.sequence = b.get(), .tokens = prompt_b, .publish = true},  // a prefill
+//                      {.sequence = c.get(), .tokens = verify_c, .logits = RowLogits::All}};
+//   model->forward_batch(rows);     // rows[i].result: that row's logits
+// concatenates every row's tokens for the linear layers (one matmul over all of them) and runs
+// attention per row over that row's own KV. Each row's logits are bit-identical to evaluating
+// that sequence alone with the same call (decode / prefill / prefill_all), whatever else is in
+// the batch and whatever the thread count: the step changes speed, never results.
+//
 // Memory: weights stay mmap'd (never copied); resident memory is about the file size plus the
 // KV blocks in use plus small per-sequence scratch buffers.
 #pragma once
@@ -102,6 +113,23 @@ struct KvStats {
 
 class Sequence;
 
+// Which logits a batch row wants: none (a prefill chunk that is not the last), the last
+// token's (prefill, decode) or every token's (prefill_all: speculative verification).
+enum class RowLogits { None, Last, All };
+
+// One sequence's part of a batched step (Model::forward_batch).
+struct BatchRow {
+  Sequence* sequence = nullptr;     // a sequence of this model, at most once per step
+  std::span<const TokenId> tokens;  // evaluated at position() .. position()+n-1; n >= 1
+  RowLogits logits = RowLogits::Last;
+  // Hand the full KV blocks this row completes to the prefix cache (what prefill does; decode
+  // and prefill_all do not).
+  bool publish = false;
+  // Out: the row's logits, rows x vocab floats (All: n rows, Last: 1, None: empty). Like the
+  // spans Sequence returns, valid until the sequence's next evaluation.
+  std::span<const float> result;
+};
+
 class Model : public std::enable_shared_from_this<Model> {
  public:
   // Maps the file, reads the config and tokenizer, checks every tensor. Throws EngineError
@@ -129,6 +157,14 @@ class Model : public std::enable_shared_from_this<Model> {
   // message names both), so a caller can fall back to new_sequence().
   virtual std::unique_ptr<Sequence> new_sequence_with_prefix(std::span<const TokenId> prompt,
                                                              PrefixUse* use);
+
+  // Evaluates every row in one step (see "Batched steps" above). Rows are checked first (a
+  // sequence of another model or given twice, no tokens, a token outside the vocabulary, past
+  // the context length: EngineError naming the row, nothing evaluated). If the step fails later
+  // (KV pool exhausted) every row is left as its own failed evaluation leaves it and the error
+  // is rethrown. Calls on disjoint sequences may come from several threads (they take turns).
+  // The base implementation evaluates the rows one by one through the Sequence calls.
+  virtual void forward_batch(std::span<BatchRow> rows);
 
  protected:
   Model() = default;

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <functional>
 #include <initializer_list>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,47 @@ constexpr int32_t kBlockTokens = 32;
 // Tokens per forward chunk in prefill: bounds the activation buffers ([m][ffn] floats) and keeps
 // sliding-window bookkeeping simple; llama.cpp's default micro-batch is the same.
 constexpr int32_t kMaxChunk = 512;
+
+// Tokens of the next chunk of an evaluation at position pos with `left` tokens to go: at most
+// kMaxChunk, cut at an absolute block boundary. INT8 keys are quantized when their block fills,
+// so a query sees a block sealed iff the pass that reads it filled it: with every cut on a block
+// boundary a prefill's logits do not depend on how it was chunked (the scheduler cuts long
+// prefills into smaller chunks and must get the bits of one Sequence::prefill).
+int32_t chunk_tokens(int32_t pos, int32_t left) {
+  return std::min(left, kMaxChunk - pos % kBlockTokens);
+}
+
+// Activation buffers of one forward pass over M tokens (every row of a batch concatenated).
+struct Scratch {
+  std::vector<float> x, h, q, k, v, att, o, g, u;
+  std::vector<float> logits;  // batched steps: the wanted rows' logits before they are handed out
+  void reserve(const ModelConfig& c, int32_t m) {
+    const size_t M = static_cast<size_t>(m), d = static_cast<size_t>(c.d_model);
+    const size_t F = static_cast<size_t>(c.ffn_dim);
+    const size_t qn = static_cast<size_t>(c.n_heads) * static_cast<size_t>(c.head_dim_k);
+    const size_t kn = static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim_k);
+    const size_t vn = static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim_v);
+    const size_t an = static_cast<size_t>(c.n_heads) * static_cast<size_t>(c.head_dim_v);
+    const auto grow = [](std::vector<float>& b, size_t n) {
+      if (b.size() < n) b.resize(n);
+    };
+    grow(x, M * d);
+    grow(h, M * d);
+    grow(o, M * d);
+    grow(q, M * qn);
+    grow(k, M * kn);
+    grow(v, M * vn);
+    grow(att, M * an);
+    grow(g, M * F);
+    grow(u, M * F);
+  }
+};
+
+// RoPE tables of one chunk, made on first use for each base (0: full layers, 1: sliding).
+struct ChunkAngles {
+  std::vector<float> cos[2], sin[2];
+  bool have[2] = {false, false};
+};
 
 // y[r] = x[r] * (1 / sqrt(mean(x[r]^2) + eps)) * w, for m rows of n. As ggml: squares summed in
 // double, the scale computed in fp32.
@@ -147,6 +189,23 @@ class SequenceImpl final : public Sequence {
   // Starts this (empty) sequence from a prefix cache hit (PrefixCache::lookup's blocks).
   void adopt(PrefixCache::Found found, std::span<const TokenId> prompt);
 
+  // Batched steps (forward_batch): the checks eval makes before evaluating; the per-sequence
+  // part of a layer's attention (RoPE, KV write, attention) for this sequence's m rows of the
+  // step's q/k/v at p0 = position(); the bookkeeping after a chunk (publish, commit) and after
+  // the whole row (tokens, logits), or after a failed step (as a failed eval leaves it).
+  void check_eval(std::span<const TokenId> tokens) const;
+  void attend(int32_t l, int32_t m, ChunkAngles& angles, float* q, float* k, const float* v,
+              float* att);
+  void commit_chunk(int32_t m, int32_t p0, std::span<const TokenId> tokens, bool publish);
+  std::span<float> logits_buffer(size_t rows) {
+    logits_rows_ = 0;
+    logits_.resize(rows * static_cast<size_t>(vocab()));
+    return logits_;
+  }
+  std::span<const float> finish_eval(std::span<const TokenId> tokens, size_t logit_rows);
+  void abandon_eval(int32_t p0, std::span<const TokenId> tokens);
+  int32_t vocab() const;
+
   int32_t position() const override { return kv_->size(); }
   std::span<const TokenId> tokens() const override { return tokens_; }
   std::span<const float> last_logits() const override;
@@ -163,21 +222,6 @@ class SequenceImpl final : public Sequence {
   // Publishes blocks [chain_.size(), upto / block_tokens) to the prefix cache; positions < p0
   // are in tokens_, the rest in `fresh` (the tokens being evaluated).
   void publish_blocks(int32_t upto, int32_t p0, std::span<const TokenId> fresh);
-  // One chunk of m tokens at kv_->size(); writes logits of rows [first_logit_row, m) (or none
-  // when first_logit_row == m) to logits_out.
-  void forward(const TokenId* ids, int32_t m, int32_t first_logit_row, float* logits_out);
-  // The chunk's RoPE tables, made on first use for each base (0: full layers, 1: sliding).
-  struct ChunkAngles {
-    std::vector<float> cos[2], sin[2];
-    bool have[2] = {false, false};
-  };
-  // Grows the scratch buffers to m rows.
-  void reserve(int32_t m);
-  // x += layer l's attention (norm, q/k/v, RoPE, KV write, attention, o) for m rows at p0.
-  void attention_block(const vec::Kernels& vk, int32_t l, int32_t m, int32_t p0,
-                       ChunkAngles& angles);
-  // x += layer l's gated FFN for m rows.
-  void ffn_block(const vec::Kernels& vk, int32_t l, int32_t m);
 
   std::shared_ptr<ModelImpl> m_;
   std::unique_ptr<KvSequence> kv_;
@@ -189,7 +233,7 @@ class SequenceImpl final : public Sequence {
   std::vector<uint64_t> chain_;
   bool publish_stopped_ = false;
   // Scratch, sized for the largest chunk seen.
-  std::vector<float> x_, h_, q_, k_, v_, att_, o_, g_, u_;
+  Scratch scratch_;
 };
 
 class ModelImpl final : public Model {
@@ -250,6 +294,7 @@ class ModelImpl final : public Model {
   std::unique_ptr<Sequence> new_sequence() override;
   std::unique_ptr<Sequence> new_sequence_with_prefix(std::span<const TokenId> prompt,
                                                      PrefixUse* use) override;
+  void forward_batch(std::span<BatchRow> rows) override;
 
   PrefixCache* cache() const { return cache_.get(); }
 
@@ -276,6 +321,9 @@ class ModelImpl final : public Model {
   std::shared_ptr<KvPool> pool_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Rope> rope_full_, rope_sliding_;
+  // forward_batch's activations, one step at a time.
+  std::mutex batch_mu_;
+  Scratch batch_scratch_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -352,92 +400,98 @@ void SequenceImpl::publish_blocks(int32_t upto, int32_t p0, std::span<const Toke
   }
 }
 
-std::span<const float> SequenceImpl::eval(std::span<const TokenId> tokens, bool all_logits,
-                                          bool publish) {
+int32_t SequenceImpl::vocab() const {
+  return m_->cfg().vocab_size;
+}
+
+void SequenceImpl::check_eval(std::span<const TokenId> tokens) const {
   const ModelConfig& c = m_->cfg();
-  const int32_t n = static_cast<int32_t>(tokens.size());
-  if (n == 0) throw EngineError("prefill: no tokens to evaluate");
+  if (tokens.empty()) throw EngineError("prefill: no tokens to evaluate");
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= c.vocab_size) {
       throw EngineError("token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
                         " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
     }
   }
-  const int32_t p0 = kv_->size();
-  if (static_cast<int64_t>(p0) + n > m_->opt().context_length) {
-    throw EngineError("sequence would reach " + std::to_string(int64_t{p0} + n) +
+  const int64_t end = int64_t{kv_->size()} + static_cast<int64_t>(tokens.size());
+  if (end > m_->opt().context_length) {
+    throw EngineError("sequence would reach " + std::to_string(end) +
                       " positions, past the context length " +
                       std::to_string(m_->opt().context_length) + " (ModelOptions::context_length)");
   }
-  const size_t V = static_cast<size_t>(c.vocab_size);
+}
+
+void SequenceImpl::commit_chunk(int32_t m, int32_t p0, std::span<const TokenId> tokens,
+                                bool publish) {
+  // Before commit: sliding layers still hold every block of this chunk.
+  if (publish) publish_blocks(kv_->size() + m, p0, tokens);
+  kv_->commit(kv_->size() + m);
+}
+
+std::span<const float> SequenceImpl::finish_eval(std::span<const TokenId> tokens,
+                                                 size_t logit_rows) {
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  logits_rows_ = logit_rows;
+  return {logits_.data(), logits_rows_ * static_cast<size_t>(vocab())};
+}
+
+void SequenceImpl::abandon_eval(int32_t p0, std::span<const TokenId> tokens) {
+  // Forget the partial evaluation: committed chunks and any uncommitted writes. If sliding
+  // layers already dropped keys needed to go back to p0, keep the committed chunks instead.
+  const int32_t committed = kv_->size();
+  if (p0 >= kv_->min_rollback()) {
+    kv_->rollback(p0);
+  } else {
+    kv_->rollback(committed);
+    tokens_.insert(tokens_.end(), tokens.begin(), tokens.begin() + (committed - p0));
+  }
   logits_rows_ = 0;
-  logits_.resize((all_logits ? static_cast<size_t>(n) : 1) * V);
+  chain_.resize(std::min(chain_.size(), static_cast<size_t>(kv_->size() / kBlockTokens)));
+}
+
+// One pass of the forward over several sequences' chunks, their tokens concatenated.
+struct Chunk {
+  SequenceImpl* seq = nullptr;
+  const TokenId* ids = nullptr;
+  int32_t m = 0;                // tokens, at seq->position() .. +m-1
+  int32_t first_logit_row = 0;  // logits of rows [first_logit_row, m) (none when == m)
+  float* logits_out = nullptr;  // [m - first_logit_row][vocab]
+};
+void forward_chunks(const ModelImpl& model, std::span<const Chunk> chunks, Scratch& s);
+
+std::span<const float> SequenceImpl::eval(std::span<const TokenId> tokens, bool all_logits,
+                                          bool publish) {
+  check_eval(tokens);
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  const int32_t p0 = kv_->size();
+  const size_t V = static_cast<size_t>(vocab());
+  std::span<float> out = logits_buffer(all_logits ? static_cast<size_t>(n) : 1);
   try {
     m_->arena().execute([&] {
       for (int32_t done = 0; done < n;) {
-        const int32_t mm = std::min(kMaxChunk, n - done);
+        const int32_t mm = chunk_tokens(p0 + done, n - done);
         const bool last = done + mm == n;
-        const int32_t first_row = all_logits ? 0 : (last ? mm - 1 : mm);
-        float* out = all_logits ? logits_.data() + static_cast<size_t>(done) * V : logits_.data();
-        forward(tokens.data() + done, mm, first_row, out);
-        // Before commit: sliding layers still hold every block of this chunk.
-        if (publish) publish_blocks(kv_->size() + mm, p0, tokens);
-        kv_->commit(kv_->size() + mm);
+        const Chunk c{this, tokens.data() + done, mm, all_logits ? 0 : (last ? mm - 1 : mm),
+                      all_logits ? out.data() + static_cast<size_t>(done) * V : out.data()};
+        forward_chunks(*m_, {&c, 1}, scratch_);
+        commit_chunk(mm, p0, tokens, publish);
         done += mm;
       }
     });
   } catch (...) {
-    // Forget the partial evaluation: committed chunks and any uncommitted writes. If sliding
-    // layers already dropped keys needed to go back to p0, keep the committed chunks instead.
-    const int32_t committed = kv_->size();
-    if (p0 >= kv_->min_rollback()) {
-      kv_->rollback(p0);
-    } else {
-      kv_->rollback(committed);
-      tokens_.insert(tokens_.end(), tokens.begin(), tokens.begin() + (committed - p0));
-    }
-    chain_.resize(std::min(chain_.size(), static_cast<size_t>(kv_->size() / kBlockTokens)));
+    abandon_eval(p0, tokens);
     throw;
   }
-  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
-  logits_rows_ = all_logits ? static_cast<size_t>(n) : 1;
-  return {logits_.data(), logits_rows_ * V};
+  return finish_eval(tokens, all_logits ? static_cast<size_t>(n) : 1);
 }
 
-void SequenceImpl::reserve(int32_t m) {
-  const ModelConfig& c = m_->cfg();
-  const size_t M = static_cast<size_t>(m), d = static_cast<size_t>(c.d_model);
-  const size_t F = static_cast<size_t>(c.ffn_dim);
-  const size_t qn = static_cast<size_t>(c.n_heads) * static_cast<size_t>(c.head_dim_k);
-  const size_t kn = static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim_k);
-  const size_t vn = static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim_v);
-  const size_t an = static_cast<size_t>(c.n_heads) * static_cast<size_t>(c.head_dim_v);
-  const auto grow = [](std::vector<float>& b, size_t n) {
-    if (b.size() < n) b.resize(n);
-  };
-  grow(x_, M * d);
-  grow(h_, M * d);
-  grow(o_, M * d);
-  grow(q_, M * qn);
-  grow(k_, M * kn);
-  grow(v_, M * vn);
-  grow(att_, M * an);
-  grow(g_, M * F);
-  grow(u_, M * F);
-}
-
-void SequenceImpl::attention_block(const vec::Kernels& vk, int32_t l, int32_t m, int32_t p0,
-                                   ChunkAngles& angles) {
-  const ModelConfig& c = m_->cfg();
-  const LayerWeights& L = m_->w().layers[static_cast<size_t>(l)];
-  const bool sliding = c.layer_sliding[static_cast<size_t>(l)];
+// Layer l's input side of attention for every row of the pass: h = RMSNorm(x), q/k/v
+// projections (+ bias, + per-head norm). Row-wise, so a row's values never depend on the others.
+void attention_in(const ModelConfig& c, const LayerWeights& L, const vec::Kernels& vk, int32_t m,
+                  Scratch& s) {
   const int32_t d = c.d_model, H = c.n_heads, Hkv = c.n_kv_heads;
-  const int32_t dk = c.head_dim_k, dv = c.head_dim_v;
-  const int32_t qn = H * dk, kn = Hkv * dk, vn = Hkv * dv;
-  const size_t M = static_cast<size_t>(m);
-  float *x = x_.data(), *h = h_.data(), *o = o_.data(), *q = q_.data(), *k = k_.data(),
-        *v = v_.data(), *att = att_.data();
-
+  const int32_t qn = H * c.head_dim_k, kn = Hkv * c.head_dim_k, vn = Hkv * c.head_dim_v;
+  float *x = s.x.data(), *h = s.h.data(), *q = s.q.data(), *k = s.k.data(), *v = s.v.data();
   rms_norm(vk, x, L.attn_norm, h, m, d, c.rms_eps);
   project(m, {{&L.wq, h, q}, {&L.wk, h, k}, {&L.wv, h, v}});
   if (c.qkv_bias) {
@@ -448,9 +502,17 @@ void SequenceImpl::attention_block(const vec::Kernels& vk, int32_t l, int32_t m,
     }
   }
   if (c.qk_norm) {
-    rms_norm(vk, q, L.q_norm, q, m * H, dk, c.rms_eps);
-    rms_norm(vk, k, L.k_norm, k, m * Hkv, dk, c.rms_eps);
+    rms_norm(vk, q, L.q_norm, q, m * H, c.head_dim_k, c.rms_eps);
+    rms_norm(vk, k, L.k_norm, k, m * Hkv, c.head_dim_k, c.rms_eps);
   }
+}
+
+void SequenceImpl::attend(int32_t l, int32_t m, ChunkAngles& angles, float* q, float* k,
+                          const float* v, float* att) {
+  const ModelConfig& c = m_->cfg();
+  const bool sliding = c.layer_sliding[static_cast<size_t>(l)];
+  const int32_t H = c.n_heads, Hkv = c.n_kv_heads, dk = c.head_dim_k;
+  const int32_t p0 = kv_->size();
   const size_t base = sliding ? 1 : 0;
   std::vector<float>& cs = angles.cos[base];
   std::vector<float>& sn = angles.sin[base];
@@ -460,23 +522,27 @@ void SequenceImpl::attention_block(const vec::Kernels& vk, int32_t l, int32_t m,
   }
   m_->rope(sliding).apply(q, m, H, dk, cs, sn);
   m_->rope(sliding).apply(k, m, Hkv, dk, cs, sn);
-  for (size_t i = 0; i < M * qn; ++i) q[i] *= c.attn_scale;
+  for (size_t i = 0; i < static_cast<size_t>(m) * H * dk; ++i) q[i] *= c.attn_scale;
 
   kv_->write(l, m, k, v);
-  AttentionShape shape{H, Hkv, dk, dv, sliding ? c.sliding_window : 0};
+  AttentionShape shape{H, Hkv, dk, c.head_dim_v, sliding ? c.sliding_window : 0};
   attention(kv_->view(l, p0 + m), shape, q, m, p0, att);
-
-  linear(L.wo, att, m, o);
-  if (c.post_norms) rms_norm(vk, o, L.post_attn_norm, o, m, d, c.rms_eps);
-  vk.add(x, o, m * d);
 }
 
-void SequenceImpl::ffn_block(const vec::Kernels& vk, int32_t l, int32_t m) {
-  const ModelConfig& c = m_->cfg();
-  const LayerWeights& L = m_->w().layers[static_cast<size_t>(l)];
-  const int32_t d = c.d_model, F = c.ffn_dim;
-  float *x = x_.data(), *h = h_.data(), *o = o_.data(), *gt = g_.data(), *up = u_.data();
+// x += o = att Wo^T (gemma3: RMSNorm'd) for every row of the pass.
+void attention_out(const ModelConfig& c, const LayerWeights& L, const vec::Kernels& vk, int32_t m,
+                   Scratch& s) {
+  const int32_t d = c.d_model;
+  linear(L.wo, s.att.data(), m, s.o.data());
+  if (c.post_norms) rms_norm(vk, s.o.data(), L.post_attn_norm, s.o.data(), m, d, c.rms_eps);
+  vk.add(s.x.data(), s.o.data(), m * d);
+}
 
+// x += layer l's gated FFN for every row of the pass.
+void ffn_block(const ModelConfig& c, const LayerWeights& L, const vec::Kernels& vk, int32_t m,
+               Scratch& s) {
+  const int32_t d = c.d_model, F = c.ffn_dim;
+  float *x = s.x.data(), *h = s.h.data(), *o = s.o.data(), *gt = s.g.data(), *up = s.u.data();
   rms_norm(vk, x, L.ffn_norm, h, m, d, c.rms_eps);
   project(m, {{&L.w_gate, h, gt}, {&L.w_up, h, up}});
   if (c.ffn_act == FfnActivation::GeluTanh) {
@@ -489,31 +555,76 @@ void SequenceImpl::ffn_block(const vec::Kernels& vk, int32_t l, int32_t m) {
   vk.add(x, o, m * d);
 }
 
-void SequenceImpl::forward(const TokenId* ids, int32_t m, int32_t first_logit_row,
-                           float* logits_out) {
-  const ModelConfig& c = m_->cfg();
-  const ModelWeights& W = m_->w();
+// Every chunk's tokens go through the embeddings, norms and linear layers as one [M][...] pass
+// (M = the chunks' tokens together); attention runs per chunk over its own sequence's KV. Every
+// op is row-wise or per sequence, and matmul's columns equal one-column calls, so a chunk's
+// logits are the ones it gets alone.
+void forward_chunks(const ModelImpl& model, std::span<const Chunk> chunks, Scratch& s) {
+  const ModelConfig& c = model.cfg();
+  const ModelWeights& W = model.w();
   const vec::Kernels& vk = vec::vec_kernels();
-  const int32_t d = c.d_model;
-  reserve(m);
-  float *x = x_.data(), *h = h_.data();
+  const size_t d = static_cast<size_t>(c.d_model);
+  const size_t qn = static_cast<size_t>(c.n_heads) * static_cast<size_t>(c.head_dim_k);
+  const size_t kn = static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim_k);
+  const size_t vn = static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim_v);
+  const size_t an = static_cast<size_t>(c.n_heads) * static_cast<size_t>(c.head_dim_v);
+  int32_t M = 0, logit_rows = 0;
+  for (const Chunk& ch : chunks) {
+    M += ch.m;
+    logit_rows += ch.m - ch.first_logit_row;
+  }
+  s.reserve(c, M);
 
-  const int32_t p0 = kv_->size();
-  get_rows(W.token_embd, ids, m, x);
+  // Embeddings.
+  for (size_t i = 0, off = 0; i < chunks.size(); off += static_cast<size_t>(chunks[i].m), ++i) {
+    get_rows(W.token_embd, chunks[i].ids, chunks[i].m, s.x.data() + off * d);
+  }
   if (c.embed_scale != 1.0f) {
-    for (size_t i = 0; i < static_cast<size_t>(m) * d; ++i) x[i] *= c.embed_scale;
-  }
-  ChunkAngles angles;
-  for (int32_t l = 0; l < c.n_layers; ++l) {
-    attention_block(vk, l, m, p0, angles);
-    ffn_block(vk, l, m);
+    for (size_t i = 0; i < static_cast<size_t>(M) * d; ++i) s.x[i] *= c.embed_scale;
   }
 
-  const int32_t rows = m - first_logit_row;
-  if (rows <= 0) return;
-  const float* xr = x + static_cast<size_t>(first_logit_row) * d;
-  rms_norm(vk, xr, W.output_norm, h, rows, d, c.rms_eps);
-  linear(W.output, h, rows, logits_out);
+  // Layers.
+  std::vector<ChunkAngles> angles(chunks.size());
+  for (int32_t l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& L = W.layers[static_cast<size_t>(l)];
+    attention_in(c, L, vk, M, s);
+    for (size_t i = 0, off = 0; i < chunks.size(); off += static_cast<size_t>(chunks[i].m), ++i) {
+      chunks[i].seq->attend(l, chunks[i].m, angles[i], s.q.data() + off * qn, s.k.data() + off * kn,
+                            s.v.data() + off * vn, s.att.data() + off * an);
+    }
+    attention_out(c, L, vk, M, s);
+    ffn_block(c, L, vk, M, s);
+  }
+  if (logit_rows == 0) return;
+
+  // Logits of the wanted rows: one chunk writes straight to its output; several are gathered
+  // (x rows -> o), evaluated together and handed out.
+  const size_t V = static_cast<size_t>(c.vocab_size);
+  if (chunks.size() == 1) {
+    const Chunk& ch = chunks[0];
+    const float* xr = s.x.data() + static_cast<size_t>(ch.first_logit_row) * d;
+    rms_norm(vk, xr, W.output_norm, s.h.data(), logit_rows, c.d_model, c.rms_eps);
+    linear(W.output, s.h.data(), logit_rows, ch.logits_out);
+    return;
+  }
+  size_t row = 0;
+  for (size_t i = 0, off = 0; i < chunks.size(); off += static_cast<size_t>(chunks[i].m), ++i) {
+    const size_t n = static_cast<size_t>(chunks[i].m - chunks[i].first_logit_row);
+    const float* xr = s.x.data() + (off + static_cast<size_t>(chunks[i].first_logit_row)) * d;
+    std::copy(xr, xr + n * d, s.o.data() + row * d);
+    row += n;
+  }
+  rms_norm(vk, s.o.data(), W.output_norm, s.h.data(), logit_rows, c.d_model, c.rms_eps);
+  if (s.logits.size() < static_cast<size_t>(logit_rows) * V) {
+    s.logits.resize(static_cast<size_t>(logit_rows) * V);
+  }
+  linear(W.output, s.h.data(), logit_rows, s.logits.data());
+  row = 0;
+  for (const Chunk& ch : chunks) {
+    const size_t n = static_cast<size_t>(ch.m - ch.first_logit_row);
+    std::copy(s.logits.data() + row * V, s.logits.data() + (row + n) * V, ch.logits_out);
+    row += n;
+  }
 }
 
 }  // namespace
@@ -525,6 +636,95 @@ std::unique_ptr<Sequence> Model::new_sequence_with_prefix(std::span<const TokenI
                                                           PrefixUse* use) {
   if (use) *use = {.prompt_tokens = static_cast<int32_t>(prompt.size()), .cached_tokens = 0};
   return new_sequence();
+}
+
+void Model::forward_batch(std::span<BatchRow> rows) {
+  for (BatchRow& r : rows) {
+    if (!r.sequence) throw EngineError("forward_batch: a row without a sequence");
+    Sequence& q = *r.sequence;
+    if (r.logits == RowLogits::All) {
+      r.result = q.prefill_all(r.tokens);
+    } else if (!r.publish && r.tokens.size() == 1) {
+      r.result = q.decode(r.tokens[0]);
+    } else {
+      r.result = q.prefill(r.tokens);
+      if (r.logits == RowLogits::None) r.result = {};
+    }
+  }
+}
+
+void ModelImpl::forward_batch(std::span<BatchRow> rows) {
+  // Phase 1: every row is checked before anything is evaluated.
+  std::vector<SequenceImpl*> seqs(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string where = "forward_batch: row " + std::to_string(i) + ": ";
+    auto* q = dynamic_cast<SequenceImpl*>(rows[i].sequence);
+    if (!q || &q->model() != this) {
+      throw EngineError(where + "the sequence is not one of this model's (" + file_.name() + ")");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (seqs[j] == q) {
+        throw EngineError(where + "the same sequence as row " + std::to_string(j) +
+                          " (a sequence can take part in a step once)");
+      }
+    }
+    try {
+      q->check_eval(rows[i].tokens);
+    } catch (const EngineError& e) {
+      throw EngineError(where + e.what());
+    }
+    seqs[i] = q;
+  }
+
+  // Phase 2: where each row starts and where its logits go.
+  const size_t V = static_cast<size_t>(cfg_.vocab_size);
+  std::vector<int32_t> p0(rows.size()), done(rows.size(), 0);
+  std::vector<std::span<float>> out(rows.size());
+  const auto n_of = [&](size_t i) { return static_cast<int32_t>(rows[i].tokens.size()); };
+  const auto logit_rows = [&](size_t i) -> size_t {
+    if (rows[i].logits == RowLogits::All) return static_cast<size_t>(n_of(i));
+    return rows[i].logits == RowLogits::Last ? 1 : 0;
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    p0[i] = seqs[i]->position();
+    out[i] = seqs[i]->logits_buffer(logit_rows(i));
+  }
+
+  // Phase 3: passes of one chunk per unfinished row (chunks cut as eval cuts them).
+  const std::lock_guard<std::mutex> lock(batch_mu_);
+  try {
+    arena_.execute([&] {
+      std::vector<Chunk> chunks;
+      std::vector<size_t> which;
+      for (;;) {
+        chunks.clear();
+        which.clear();
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const int32_t n = n_of(i), at = done[i];
+          if (at == n) continue;
+          const int32_t mm = chunk_tokens(p0[i] + at, n - at);
+          const bool all = rows[i].logits == RowLogits::All;
+          const bool last = at + mm == n && rows[i].logits == RowLogits::Last;
+          chunks.push_back({seqs[i], rows[i].tokens.data() + at, mm, all ? 0 : (last ? mm - 1 : mm),
+                            all ? out[i].data() + static_cast<size_t>(at) * V : out[i].data()});
+          which.push_back(i);
+        }
+        if (chunks.empty()) break;
+        forward_chunks(*this, chunks, batch_scratch_);
+        for (size_t k = 0; k < chunks.size(); ++k) {
+          const size_t i = which[k];
+          seqs[i]->commit_chunk(chunks[k].m, p0[i], rows[i].tokens, rows[i].publish);
+          done[i] += chunks[k].m;
+        }
+      }
+    });
+  } catch (...) {
+    for (size_t i = 0; i < rows.size(); ++i) seqs[i]->abandon_eval(p0[i], rows[i].tokens);
+    throw;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].result = seqs[i]->finish_eval(rows[i].tokens, logit_rows(i));
+  }
 }
 
 void ModelImpl::make_pool(const KvGeometry& g, int64_t sequence_blocks) {

@@ -13,6 +13,7 @@
 
 #include "graph/resource.h"
 #include "kernels/engine.h"
+#include "kernels/sched/scheduler.h"
 
 namespace vsynth::stages::facets {
 
@@ -24,6 +25,19 @@ class ModelResource : public graph::Resource {
         path_(std::move(path)),
         chat_template_(std::move(chat_template)) {}
   kernels::Model& model() const { return *model_; }
+  // Continuous batching (model.gguf `batching.*`): when set, sequences come from the model's
+  // scheduler thread, so evaluations of concurrent items share forward passes (same results).
+  void set_scheduler(std::shared_ptr<kernels::Scheduler> s) { scheduler_ = std::move(s); }
+  kernels::Scheduler* scheduler() const { return scheduler_.get(); }
+  // A new sequence: the scheduler's when batching is on, else the engine's.
+  std::unique_ptr<kernels::Sequence> new_sequence() const {
+    return scheduler_ ? scheduler_->new_sequence() : model_->new_sequence();
+  }
+  std::unique_ptr<kernels::Sequence> new_sequence_with_prefix(
+      std::span<const kernels::TokenId> prompt, kernels::PrefixUse* use) const {
+    return scheduler_ ? scheduler_->new_sequence_with_prefix(prompt, use)
+                      : model_->new_sequence_with_prefix(prompt, use);
+  }
   std::shared_ptr<kernels::Model> share() const { return model_; }
   const std::filesystem::path& path() const { return path_; }
   // The GGUF's tokenizer.chat_template (Jinja text, never executed), empty when absent. Its
@@ -45,6 +59,7 @@ class ModelResource : public graph::Resource {
 
  private:
   std::shared_ptr<kernels::Model> model_;
+  std::shared_ptr<kernels::Scheduler> scheduler_;
   std::filesystem::path path_;
   std::string chat_template_;
   std::atomic<int64_t> generations_{0}, drafted_{0}, accepted_{0}, verify_steps_{0},

@@ -66,7 +66,7 @@ std::vector<float> GenerateStage::prefill(const std::vector<kernels::TokenId>& p
     // out) falls back to one plain prefill, and the record says why.
     try {
       kernels::PrefixUse use;
-      seq = model.new_sequence_with_prefix(prompt, &use);
+      seq = model_->new_sequence_with_prefix(prompt, &use);
       const auto rest = std::span(prompt).subspan(static_cast<size_t>(seq->position()));
       const std::span<const float> last = seq->prefill(rest);
       facet.cached_tokens = use.cached_tokens;
@@ -77,7 +77,7 @@ std::vector<float> GenerateStage::prefill(const std::vector<kernels::TokenId>& p
       seq.reset();
     }
   }
-  seq = model.new_sequence();
+  seq = model_->new_sequence();
   const std::span<const float> last = seq->prefill(prompt);
   return {last.begin(), last.end()};
 }

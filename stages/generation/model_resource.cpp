@@ -52,6 +52,9 @@ ModelSettings model_settings(const graph::Params& params) {
   s.threads = static_cast<int>(params.integer("threads"));
   s.context_length = static_cast<int32_t>(params.integer("context_length"));
   s.kv_pool_mb = params.integer("kv_pool_mb");
+  s.batching = params.boolean("batching.enabled");
+  s.batch_window_ms = params.number("batching.window_ms");
+  s.batch_max_tokens = static_cast<int32_t>(params.integer("batching.max_batch_tokens"));
   return s;
 }
 
@@ -96,7 +99,14 @@ std::shared_ptr<ModelResource> load_model(const ModelSettings& s) {
     if (!model) model = kernels::Model::load(path, options);
     const kernels::GgufFile file = kernels::GgufFile::open(path);  // metadata only
     std::string chat_template(file.get_string_optional("tokenizer.chat_template").value_or(""));
-    return std::make_shared<ModelResource>(std::move(model), path, std::move(chat_template));
+    auto resource = std::make_shared<ModelResource>(model, path, std::move(chat_template));
+    if (s.batching) {
+      kernels::SchedulerOptions so;
+      so.window_ms = s.batch_window_ms;
+      so.max_batch_tokens = s.batch_max_tokens;
+      resource->set_scheduler(std::make_shared<kernels::Scheduler>(model, so));
+    }
+    return resource;
   } catch (const std::exception& e) {
     const bool pool = std::string_view(e.what()).find("prefix_cache_bytes") != std::string::npos;
     throw std::runtime_error(
@@ -133,6 +143,22 @@ graph::ResourceContract model_contract() {
           "prompt whose blocks alone need more than this (tokens / 32 x layers x one block; "
           "gemma-3-270m f16: 576 KiB per 32 tokens) falls back to a plain prefill, its record "
           "saying why; below one block of every layer the model refuses to load"),
+      graph::P::boolean(
+          "batching.enabled", false,
+          "continuous batching (`batching: { enabled: true, window_ms: 5, max_batch_tokens: "
+          "512 }`): one scheduler thread owns the model's forward passes and evaluates the "
+          "sequences of every concurrent generation (items in flight, candidates, speculative "
+          "verify steps) as rows of one batched step; decodes go before prefills and long "
+          "prefills run in 256-token chunks between them. Outputs are unchanged (each row's "
+          "logits are bit-identical to the sequence run alone). false: each generation runs its "
+          "own forward passes, as before. Measured in docs/performance.md (Continuous "
+          "batching)"),
+      graph::P::number("batching.window_ms", 5.0, 0.0, 1000.0,
+                       "how long the oldest queued evaluation waits for others to join its step "
+                       "(ms); 0: none (a step starts as soon as anything is queued)"),
+      graph::P::integer("batching.max_batch_tokens", 512, 1, 1 << 16,
+                        "tokens per batched step at most, every row together (a single longer "
+                        "row still runs, alone)"),
   };
   return c;
 }

@@ -40,6 +40,10 @@ struct ModelSettings {
   int threads = 0;
   int32_t context_length = 4096;
   int64_t kv_pool_mb = 0;  // prefix KV cache budget in MiB; 0: off
+  // Continuous batching through a scheduler thread (kernels/sched/scheduler.h); cpu backend.
+  bool batching = false;
+  double batch_window_ms = 5.0;
+  int32_t batch_max_tokens = 512;
 };
 ModelSettings model_settings(const graph::Params& params);
 

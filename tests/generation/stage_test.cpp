@@ -663,3 +663,44 @@ edges: [ gen -> out ]
   CHECK_THAT(build_error("speculative: { drafter: ngram }, speculative.drafter: none"),
              Catch::Contains("parameter `speculative.drafter` appears twice"));
 }
+
+TEST_CASE("batching: { enabled: true } gives the records of unbatched runs",
+          "[generation][batching]") {
+  const auto reg = vsynth::test::full_registry();
+  const auto yaml = [&](const std::string& batching) {
+    return "resources:\n  m: { use: model.gguf, with: { path: \"" + tiny_model(true).string() +
+           "\", threads: 1, context_length: 1024, batching: " + batching + " } }\n" + R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 12, workers: 4, n_candidates: 2,
+                                     temperature: 0.7, speculative: { drafter: ngram } } }
+edges: [ gen -> out ]
+)";
+  };
+  std::vector<nlohmann::json> tasks;
+  for (int i = 0; i < 8; ++i) tasks.push_back(humaneval_task(i));
+  const Run off = run(yaml("{ enabled: false }"), tasks, reg);
+  REQUIRE(off.records.size() == 8);
+  for (const std::string on : {"{ enabled: true }", "{ enabled: true, window_ms: 0 }",
+                               "{ enabled: true, window_ms: 20, max_batch_tokens: 64 }"}) {
+    INFO(on);
+    const Run r = run(yaml(on), tasks, reg);
+    REQUIRE(r.records.size() == 8);
+    for (std::size_t i = 0; i < 8; ++i) {
+      const auto& a = off.records[i]["facets"]["candidates"]["candidates"];
+      const auto& b = r.records[i]["facets"]["candidates"]["candidates"];
+      REQUIRE(a.size() == 2);
+      REQUIRE(b.size() == 2);
+      for (std::size_t c = 0; c < 2; ++c) {
+        CHECK(b[c]["tokens"] == a[c]["tokens"]);
+        CHECK(b[c]["text"] == a[c]["text"]);
+      }
+    }
+  }
+  graph::Registry r2 = vsynth::test::full_registry();
+  try {
+    graph::Pipeline p(vsynth::test::load_text(yaml("{ enabled: true, window_ms: -1 }"), r2), r2);
+    FAIL("a negative window was accepted");
+  } catch (const std::exception& e) {
+    CHECK_THAT(e.what(), Catch::Contains("batching.window_ms"));
+  }
+}

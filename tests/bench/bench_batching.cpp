@@ -1,0 +1,391 @@
+// Continuous batching on the default model (docs/performance.md, "Continuous batching"), two
+// measurements in one run:
+//
+// 1. Streams: S = 1, 2, 4, 8 threads each generating --new tokens (greedy, EOG ignored) from
+//    its own code prompt through one Scheduler, against the same S requests served one at a
+//    time on the plain engine: aggregate tokens/s and its ratio, per-stream inter-token p50
+//    (time between a stream's consecutive evaluations, sampling included) over the lone
+//    stream's, the scheduler's wait from submission to step start (p50 / p95), rows per step,
+//    and whether every stream's tokens equal the serial run's.
+// 2. Static vs dynamic: --requests requests (new tokens drawn uniformly in [new/2, 2 new],
+//    seeded) arriving as a Poisson process at --rate req/s (default: 8 x the lone stream's
+//    req/s, enough to keep about 8 in flight). Static: groups of 8 in arrival order, each group
+//    prefilled and decoded in lockstep with forward_batch until its longest request ends, no
+//    request admitted mid-group. Dynamic: each request a thread from its arrival through the
+//    Scheduler. Requests/s (all requests over first arrival to last completion) and mean
+//    latency (arrival to last token).
+//
+//   ninja -C build bench_batching
+//   ./build/tests/bench/bench_batching [--model GGUF] [--threads 2] [--new 32]
+//       [--streams 1,2,4,8] [--window 5] [--requests 32] [--rate R] [--seed 1] [out.json]
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/engine.h"
+#include "kernels/sampler/generator.h"
+#include "kernels/sched/scheduler.h"
+
+using namespace vsynth::kernels;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+namespace {
+
+double ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return v[i];
+}
+
+int to_int(const std::string& option, const std::string& value) {
+  int v = 0;
+  const char* end = value.data() + value.size();
+  const auto r = std::from_chars(value.data(), end, v);
+  if (r.ec != std::errc() || r.ptr != end)
+    throw std::invalid_argument(option + " wants an integer, got `" + value + "`");
+  return v;
+}
+
+std::vector<int> parse_list(const std::string& option, const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');) v.push_back(to_int(option, x));
+  return v;
+}
+
+// Eight code prompts of different lengths; request i uses prompt i % 8 with its index in it.
+std::string prompt_text(size_t i) {
+  static const char* kBodies[] = {
+      "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+      "import json\n\ndef load_config(path):\n    with open(path) as f:\n",
+      "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, x):\n",
+      "#include <vector>\n\nint sum(const std::vector<int>& v) {\n",
+      "def parse_csv_line(line, sep=','):\n    fields = []\n    current = ''\n    for ch in "
+      "line:\n",
+      "fn main() {\n    let args: Vec<String> = std::env::args().collect();\n",
+      "def binary_search(xs, target):\n    lo, hi = 0, len(xs) - 1\n    while lo <= hi:\n",
+      "function debounce(fn, ms) {\n  let timer = null;\n  return function (...args) {\n",
+  };
+  return "# request " + std::to_string(i) + "\n" + kBodies[i % 8];
+}
+
+// A Sequence wrapper that stamps the time each evaluation returns (inter-token gaps).
+class Timed final : public Sequence {
+ public:
+  explicit Timed(std::unique_ptr<Sequence> s) : s_(std::move(s)) {}
+  std::span<const float> prefill(std::span<const TokenId> t) override {
+    return stamp(s_->prefill(t));
+  }
+  std::span<const float> prefill_all(std::span<const TokenId> t) override {
+    return stamp(s_->prefill_all(t));
+  }
+  std::span<const float> decode(TokenId t) override { return stamp(s_->decode(t)); }
+  int32_t position() const override { return s_->position(); }
+  std::span<const TokenId> tokens() const override { return s_->tokens(); }
+  std::span<const float> last_logits() const override { return s_->last_logits(); }
+  void rollback(int32_t pos) override { s_->rollback(pos); }
+  int32_t min_rollback_position() const override { return s_->min_rollback_position(); }
+  std::unique_ptr<Sequence> fork() const override { return s_->fork(); }
+  int64_t kv_bytes() const override { return s_->kv_bytes(); }
+  const Model& model() const override { return s_->model(); }
+  // Gaps between consecutive evaluations after the prefill (ms).
+  std::vector<double> gaps() const {
+    std::vector<double> g;
+    for (size_t i = 1; i < stamps_.size(); ++i) g.push_back(ms(stamps_[i - 1], stamps_[i]));
+    return g;
+  }
+
+ private:
+  std::span<const float> stamp(std::span<const float> r) {
+    stamps_.push_back(Clock::now());
+    return r;
+  }
+  std::unique_ptr<Sequence> s_;
+  std::vector<Clock::time_point> stamps_;
+};
+
+struct Result {
+  std::vector<TokenId> tokens;
+  std::vector<double> gaps;
+  Clock::time_point done;
+};
+
+Result run_one(std::unique_ptr<Sequence> seq, const Tokenizer& tok, size_t i, int new_tokens) {
+  Timed t(std::move(seq));
+  GenerateOptions g;
+  g.max_new_tokens = new_tokens;
+  g.stop_at_eog = false;
+  g.sampler.temperature = 0.0f;
+  const std::vector<TokenId> prompt = tok.encode(prompt_text(i));
+  const std::span<const float> logits = t.prefill(prompt);
+  Result r;
+  r.tokens = generate(t, tok, logits, g).tokens;
+  r.gaps = t.gaps();
+  r.done = Clock::now();
+  return r;
+}
+
+TokenId argmax(std::span<const float> x) {
+  return static_cast<TokenId>(std::max_element(x.begin(), x.end()) - x.begin());
+}
+
+// Static batching of one group: prefill every request in one step, then decode in lockstep
+// (finished requests drop out of the step, none join) until the longest is done.
+void static_group(Model& m, const std::vector<std::vector<TokenId>>& prompts,
+                  const std::vector<int>& lengths, std::vector<Clock::time_point>& done) {
+  const size_t n = prompts.size();
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<BatchRow> rows(n);
+  for (size_t i = 0; i < n; ++i) {
+    seqs.push_back(m.new_sequence());
+    rows[i].sequence = seqs[i].get();
+    rows[i].tokens = prompts[i];
+    rows[i].publish = true;
+  }
+  m.forward_batch(rows);
+  // Token 1 comes from the prefill; each step evaluates the newest token of every request
+  // that still wants more (the last one is never evaluated, as in generate()).
+  std::vector<TokenId> next(n);
+  std::vector<int> made(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    next[i] = argmax(rows[i].result);
+    if (made[i] >= lengths[i]) done[i] = Clock::now();
+  }
+  for (;;) {
+    std::vector<BatchRow> step;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < n; ++i) {
+      if (made[i] >= lengths[i]) continue;
+      BatchRow r;
+      r.sequence = seqs[i].get();
+      r.tokens = {&next[i], 1};
+      step.push_back(r);
+      which.push_back(i);
+    }
+    if (step.empty()) break;
+    m.forward_batch(step);
+    for (size_t k = 0; k < step.size(); ++k) {
+      const size_t i = which[k];
+      next[i] = argmax(step[k].result);
+      if (++made[i] == lengths[i]) done[i] = Clock::now();
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fs::path model_path = fs::path(VSYNTH_SOURCE_DIR) / "models/gemma-3-270m-q4_k_m.gguf";
+  int threads = 2, new_tokens = 32, requests = 32, seed = 1;
+  double window = 5.0, rate = 0.0;
+  std::vector<int> streams = {1, 2, 4, 8};
+  std::string out_path = "bench_batching.json";
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      const auto next = [&] {
+        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+        return std::string(argv[++i]);
+      };
+      if (a == "--model")
+        model_path = next();
+      else if (a == "--threads")
+        threads = to_int(a, next());
+      else if (a == "--new")
+        new_tokens = to_int(a, next());
+      else if (a == "--streams")
+        streams = parse_list(a, next());
+      else if (a == "--window")
+        window = to_int(a, next());
+      else if (a == "--requests")
+        requests = to_int(a, next());
+      else if (a == "--rate")
+        rate = to_int(a, next());
+      else if (a == "--seed")
+        seed = to_int(a, next());
+      else if (a.starts_with("-"))
+        throw std::invalid_argument("unknown option " + a);
+      else
+        out_path = a;
+    }
+    if (threads < 1 || new_tokens < 2 || requests < 1 || streams.empty())
+      throw std::invalid_argument("--threads >= 1, --new >= 2, --requests >= 1, --streams given");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  ModelOptions mo;
+  mo.threads = threads;
+  mo.context_length = 1024;
+  mo.kv_pool_tokens = 64 * 1024;
+  auto model = Model::load(model_path, mo);
+  const Tokenizer& tok = model->tokenizer();
+  SchedulerOptions so;
+  so.window_ms = window;
+  std::printf("model %s, %s, window %.1f ms\n", model_path.filename().c_str(),
+              model->backend().c_str(), window);
+  nlohmann::json out;
+  out["model"] = model_path.filename().string();
+  out["backend"] = model->backend();
+  out["window_ms"] = window;
+  out["new_tokens"] = new_tokens;
+
+  // Part 1: concurrent streams vs the same requests one at a time.
+  std::printf("\n%7s %12s %12s %7s %10s %10s %8s %9s %9s %9s %5s\n", "streams", "serial_tok/s",
+              "batch_tok/s", "ratio", "itl_p50", "lone_p50", "itl_x", "wait_p95", "window_p95",
+              "rows/step", "same");
+  double lone_p50 = 0, lone_req_ms = 0;
+  for (int S : streams) {
+    std::vector<Result> ser;
+    const Clock::time_point s0 = Clock::now();
+    for (int i = 0; i < S; ++i) {
+      ser.push_back(run_one(model->new_sequence(), tok, static_cast<size_t>(i), new_tokens));
+    }
+    const double ser_ms = ms(s0, Clock::now());
+    std::vector<double> ser_gaps;
+    for (const Result& r : ser) ser_gaps.insert(ser_gaps.end(), r.gaps.begin(), r.gaps.end());
+    if (lone_p50 == 0) {
+      lone_p50 = pct(ser_gaps, 0.5);
+      lone_req_ms = ser_ms / S;
+    }
+
+    std::vector<Result> bat(static_cast<size_t>(S));
+    Scheduler sched(model, so);
+    const Clock::time_point b0 = Clock::now();
+    {
+      std::vector<std::thread> ts;
+      for (int i = 0; i < S; ++i) {
+        ts.emplace_back([&, i] {
+          bat[static_cast<size_t>(i)] =
+              run_one(sched.new_sequence(), tok, static_cast<size_t>(i), new_tokens);
+        });
+      }
+      for (auto& t : ts) t.join();
+    }
+    const double bat_ms = ms(b0, Clock::now());
+    std::vector<double> itl;
+    bool same = true;
+    for (int i = 0; i < S; ++i) {
+      const Result& r = bat[static_cast<size_t>(i)];
+      itl.push_back(pct(r.gaps, 0.5));
+      same = same && r.tokens == ser[static_cast<size_t>(i)].tokens;
+    }
+    const SchedulerStats st = sched.stats();
+    const double toks = static_cast<double>(S) * new_tokens;
+    const double ser_tps = toks / ser_ms * 1000, bat_tps = toks / bat_ms * 1000;
+    const double itl_p50 = pct(itl, 0.5);
+    const double rows_per_step = static_cast<double>(st.rows) / std::max<int64_t>(1, st.steps);
+    std::printf("%7d %12.1f %12.1f %7.2f %10.2f %10.2f %8.2f %9.2f %9.2f %9.2f %5s\n", S, ser_tps,
+                bat_tps, bat_tps / ser_tps, itl_p50, lone_p50, itl_p50 / lone_p50,
+                pct(st.wait_ms, 0.95), pct(st.window_wait_ms, 0.95), rows_per_step,
+                same ? "yes" : "NO");
+    out["streams"].push_back({{"streams", S},
+                              {"serial_tok_s", ser_tps},
+                              {"batched_tok_s", bat_tps},
+                              {"ratio", bat_tps / ser_tps},
+                              {"itl_p50_ms", itl_p50},
+                              {"lone_itl_p50_ms", lone_p50},
+                              {"itl_ratio", itl_p50 / lone_p50},
+                              {"window_wait_p95_ms", pct(st.window_wait_ms, 0.95)},
+                              {"wait_p95_ms", pct(st.wait_ms, 0.95)},
+                              {"rows_per_step", rows_per_step},
+                              {"same_tokens", same}});
+  }
+
+  // Part 2: static batches of 8 vs dynamic, Poisson arrivals.
+  if (rate <= 0) rate = 8.0 * 1000.0 / std::max(1.0, lone_req_ms);
+  std::mt19937_64 rng(static_cast<uint64_t>(seed));
+  std::exponential_distribution<double> gap(rate / 1000.0);  // per ms
+  std::uniform_int_distribution<int> len(new_tokens / 2, 2 * new_tokens);
+  std::vector<double> arrive_ms(static_cast<size_t>(requests));
+  std::vector<int> lengths(static_cast<size_t>(requests));
+  std::vector<std::vector<TokenId>> prompts;
+  double t = 0;
+  for (int i = 0; i < requests; ++i) {
+    arrive_ms[static_cast<size_t>(i)] = t;
+    t += gap(rng);
+    lengths[static_cast<size_t>(i)] = len(rng);
+    prompts.push_back(tok.encode(prompt_text(static_cast<size_t>(i))));
+  }
+  const auto at = [](Clock::time_point base, double off) {
+    return base + std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double, std::milli>(off));
+  };
+  const auto summarize = [&](const char* name, Clock::time_point base,
+                             const std::vector<Clock::time_point>& done) {
+    double lat = 0;
+    Clock::time_point last = base;
+    for (int i = 0; i < requests; ++i) {
+      lat += ms(at(base, arrive_ms[static_cast<size_t>(i)]), done[static_cast<size_t>(i)]);
+      last = std::max(last, done[static_cast<size_t>(i)]);
+    }
+    const double rps = requests / ms(base, last) * 1000, mean = lat / requests;
+    std::printf("%8s %10.2f %14.1f\n", name, rps, mean);
+    out["static_vs_dynamic"][name] = {{"req_s", rps}, {"mean_latency_ms", mean}};
+    return rps;
+  };
+  std::printf("\n%d requests, Poisson %.2f req/s, new tokens %d..%d\n%8s %10s %14s\n", requests,
+              rate, new_tokens / 2, 2 * new_tokens, "mode", "req/s", "mean_lat_ms");
+  out["static_vs_dynamic"]["rate_req_s"] = rate;
+  out["static_vs_dynamic"]["requests"] = requests;
+
+  std::vector<Clock::time_point> done_s(static_cast<size_t>(requests));
+  const Clock::time_point base_s = Clock::now();
+  for (int g0 = 0; g0 < requests; g0 += 8) {
+    const int g1 = std::min(requests, g0 + 8);
+    std::this_thread::sleep_until(at(base_s, arrive_ms[static_cast<size_t>(g1 - 1)]));
+    std::vector<std::vector<TokenId>> ps(prompts.begin() + g0, prompts.begin() + g1);
+    std::vector<int> ls(lengths.begin() + g0, lengths.begin() + g1);
+    std::vector<Clock::time_point> d(ps.size());
+    static_group(*model, ps, ls, d);
+    std::copy(d.begin(), d.end(), done_s.begin() + g0);
+  }
+  const double static_rps = summarize("static8", base_s, done_s);
+
+  std::vector<Clock::time_point> done_d(static_cast<size_t>(requests));
+  {
+    Scheduler sched(model, so);
+    const Clock::time_point base_d = Clock::now();
+    std::vector<std::thread> ts;
+    for (int i = 0; i < requests; ++i) {
+      ts.emplace_back([&, i] {
+        const size_t k = static_cast<size_t>(i);
+        std::this_thread::sleep_until(at(base_d, arrive_ms[k]));
+        Result r = run_one(sched.new_sequence(), tok, k, lengths[k]);
+        done_d[k] = r.done;
+      });
+    }
+    for (auto& th : ts) th.join();
+    const double dyn_rps = summarize("dynamic", base_d, done_d);
+    std::printf("dynamic / static req/s: %.2f\n", dyn_rps / static_rps);
+    out["static_vs_dynamic"]["ratio"] = dyn_rps / static_rps;
+  }
+
+  std::FILE* f = std::fopen(out_path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "error: cannot write %s\n", out_path.c_str());
+    return 1;
+  }
+  std::fputs(out.dump(2).c_str(), f);
+  std::fclose(f);
+  std::printf("wrote %s\n", out_path.c_str());
+  return 0;
+}

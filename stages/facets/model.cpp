@@ -44,6 +44,14 @@ std::vector<graph::ResourceCounter> ModelResource::counters() const {
     put("tokens_per_verify", verify > 0 ? static_cast<double>(accepted + verify) / verify : 0.0);
     put("speculation_fallbacks", static_cast<double>(speculation_fallbacks_.load(relaxed)));
   }
+  // Phase 3: continuous batching, when this model has a scheduler.
+  if (scheduler_) {
+    const kernels::SchedulerStats b = scheduler_->stats();
+    put("batch_steps", static_cast<double>(b.steps));
+    put("batch_rows_per_step",
+        b.steps > 0 ? static_cast<double>(b.rows) / static_cast<double>(b.steps) : 0.0);
+    put("batch_tokens", static_cast<double>(b.tokens));
+  }
   if (!out.empty()) put("generations", static_cast<double>(generations_.load(relaxed)));
   return out;
 }

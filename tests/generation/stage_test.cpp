@@ -695,7 +695,13 @@ edges: [ gen -> out ]
         CHECK(b[c]["text"] == a[c]["text"]);
       }
     }
+    // The run summary counts the scheduler's steps; at least one evaluated several rows.
+    REQUIRE(r.counter("m", "batch_steps"));
+    CHECK(*r.counter("m", "batch_steps") > 0);
+    CHECK(*r.counter("m", "batch_rows_per_step") >= 1.0);
+    CHECK(*r.counter("m", "batch_tokens") > *r.counter("m", "batch_steps"));
   }
+  CHECK_FALSE(off.counter("m", "batch_steps"));
   graph::Registry r2 = vsynth::test::full_registry();
   try {
     graph::Pipeline p(vsynth::test::load_text(yaml("{ enabled: true, window_ms: -1 }"), r2), r2);

@@ -72,7 +72,7 @@ std::shared_ptr<const DraftModel> DraftModel::self(const std::shared_ptr<Model>&
   if (static_cast<int64_t>(s.tokens.size()) < target->config().vocab_size) {
     d->logit_tokens = std::move(s.tokens);
   }
-  d->name = "self-draft (" + std::to_string(options.layers) + " layers, " +
+  d->name = "self-draft (" + std::to_string(d->model->config().n_layers) + " layers, " +
             std::to_string(options.vocab) + " tokens)";
   return d;
 }

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <mutex>
@@ -32,6 +33,7 @@
 #include "kernels/kv/attention.h"
 #include "kernels/kv/kv_cache.h"
 #include "kernels/kv/prefix_cache.h"
+#include "kernels/model/model_view.h"
 #include "kernels/model/rope.h"
 #include "kernels/model/vec_math.h"
 #include "kernels/model/weights.h"
@@ -241,7 +243,8 @@ class ModelImpl final : public Model {
   ~ModelImpl() override {
     if (pool_) pool_->set_reclaimer({});  // the cache goes before the pool
   }
-  ModelImpl(GgufFile file, const ModelOptions& opt)
+  // `view`: the model_view.h hook, applied before the KV pool is sized by the layer count.
+  ModelImpl(GgufFile file, const ModelOptions& opt, const ModelViewSpec* view = nullptr)
       : file_(std::move(file)),
         cfg_(read_model_config(file_)),
         w_(bind_weights(file_, cfg_)),
@@ -261,6 +264,7 @@ class ModelImpl final : public Model {
       throw EngineError(file_.name() + ": the tokenizer has " + std::to_string(tok_.size()) +
                         " tokens but token_embd only " + std::to_string(cfg_.vocab_size) + " rows");
     }
+    if (view) apply_view(*view);
     arena_.initialize(opt_.threads);
     KvGeometry g;
     g.n_layers = cfg_.n_layers;
@@ -279,6 +283,12 @@ class ModelImpl final : public Model {
 
   const ModelConfig& cfg() const { return cfg_; }
   const ModelWeights& w() const { return w_; }
+  // Floats per logit row: the vocabulary, or a view's output rows.
+  size_t logit_width() const { return static_cast<size_t>(w_.output.rows); }
+  // The view's GGUF parsed again over this model's mapped bytes (no second mapping).
+  GgufFile reopen() const { return GgufFile::open_from_memory(file_.bytes(), file_.name()); }
+  // Keeps the model whose mapping a view's weights point into.
+  void hold(std::shared_ptr<const Model> base) { base_ = std::move(base); }
   const ModelOptions& opt() const { return opt_; }
   tbb::task_arena& arena() const { return arena_; }
   const std::shared_ptr<KvPool>& pool() const { return pool_; }
@@ -308,6 +318,10 @@ class ModelImpl final : public Model {
   }
 
  private:
+  void apply_view(const ModelViewSpec& v);
+
+  std::shared_ptr<const Model> base_;   // a view's base (destroyed last: the bytes are its)
+  std::vector<std::byte> output_copy_;  // a view's gathered output rows
   GgufFile file_;
   ModelConfig cfg_;
   ModelWeights w_;
@@ -340,7 +354,7 @@ SequenceImpl::SequenceImpl(const SequenceImpl& o, std::unique_ptr<KvSequence> kv
       chain_(o.chain_),
       publish_stopped_(o.publish_stopped_) {
   if (o.logits_rows_ > 0) {
-    const size_t V = static_cast<size_t>(m_->cfg().vocab_size);
+    const size_t V = m_->logit_width();
     logits_.assign(o.logits_.end() - static_cast<ptrdiff_t>(V), o.logits_.end());
     logits_rows_ = 1;
   }
@@ -352,7 +366,7 @@ const Model& SequenceImpl::model() const {
 
 std::span<const float> SequenceImpl::last_logits() const {
   if (logits_rows_ == 0) return {};
-  const size_t V = static_cast<size_t>(m_->cfg().vocab_size);
+  const size_t V = m_->logit_width();
   return {logits_.data() + (logits_rows_ - 1) * V, V};
 }
 
@@ -400,8 +414,9 @@ void SequenceImpl::publish_blocks(int32_t upto, int32_t p0, std::span<const Toke
   }
 }
 
+// Floats per logit row: the vocabulary, or a draft view's output rows (model_view.h).
 int32_t SequenceImpl::vocab() const {
-  return m_->cfg().vocab_size;
+  return static_cast<int32_t>(m_->logit_width());
 }
 
 void SequenceImpl::check_eval(std::span<const TokenId> tokens) const {
@@ -599,7 +614,7 @@ void forward_chunks(const ModelImpl& model, std::span<const Chunk> chunks, Scrat
 
   // Logits of the wanted rows: one chunk writes straight to its output; several are gathered
   // (x rows -> o), evaluated together and handed out.
-  const size_t V = static_cast<size_t>(c.vocab_size);
+  const size_t V = model.logit_width();
   if (chunks.size() == 1) {
     const Chunk& ch = chunks[0];
     const float* xr = s.x.data() + static_cast<size_t>(ch.first_logit_row) * d;
@@ -677,7 +692,7 @@ void ModelImpl::forward_batch(std::span<BatchRow> rows) {
   }
 
   // Phase 2: where each row starts and where its logits go.
-  const size_t V = static_cast<size_t>(cfg_.vocab_size);
+  const size_t V = logit_width();
   std::vector<int32_t> p0(rows.size()), done(rows.size(), 0);
   std::vector<std::span<float>> out(rows.size());
   const auto n_of = [&](size_t i) { return static_cast<int32_t>(rows[i].tokens.size()); };
@@ -746,6 +761,55 @@ void ModelImpl::make_pool(const KvGeometry& g, int64_t sequence_blocks) {
       std::hash<std::string>{}(file_.name()) ^ static_cast<uint64_t>(w_.total_bytes);
   cache_ = std::make_unique<PrefixCache>(pool_, budget, windows(), opt_.rollback_window, identity);
   pool_->set_reclaimer([c = cache_.get()] { return c->reclaim(); });
+}
+
+void ModelImpl::apply_view(const ModelViewSpec& v) {
+  const std::string what = file_.name() + " (draft view)";
+  if (v.layers < 1 || v.layers > cfg_.n_layers) {
+    throw EngineError(what + ": layers = " + std::to_string(v.layers) + " is outside [1, " +
+                      std::to_string(cfg_.n_layers) + "]");
+  }
+  cfg_.n_layers = v.layers;
+  cfg_.layer_sliding.resize(static_cast<size_t>(v.layers));
+  w_.layers.resize(static_cast<size_t>(v.layers));
+  opt_.prefix_cache_bytes = 0;
+  // What one decode step reads: the kept layers' matrices and the output rows.
+  const auto bytes = [](const WeightView& m) { return static_cast<size_t>(m.rows) * m.row_bytes; };
+  w_.total_bytes = 0;
+  for (const LayerWeights& L : w_.layers) {
+    for (const WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      w_.total_bytes += bytes(*m);
+    }
+  }
+  if (!v.output_rows.empty()) {
+    const WeightView full = w_.output;
+    output_copy_.resize(v.output_rows.size() * full.row_bytes);
+    for (size_t i = 0; i < v.output_rows.size(); ++i) {
+      const TokenId t = v.output_rows[i];
+      if (t < 0 || t >= full.rows) {
+        throw EngineError(what + ": output row " + std::to_string(t) +
+                          " is outside the vocabulary [0, " + std::to_string(full.rows) + ")");
+      }
+      std::memcpy(
+          output_copy_.data() + i * full.row_bytes,
+          static_cast<const std::byte*>(full.data) + static_cast<size_t>(t) * full.row_bytes,
+          full.row_bytes);
+    }
+    w_.output.rows = static_cast<int64_t>(v.output_rows.size());
+    w_.output.data = output_copy_.data();
+  }
+  w_.total_bytes += bytes(w_.output);
+}
+
+std::shared_ptr<Model> make_model_view(const std::shared_ptr<const Model>& base,
+                                       const ModelViewSpec& spec) {
+  const auto* impl = dynamic_cast<const ModelImpl*>(base.get());
+  if (!impl) {
+    throw EngineError("a draft view needs the CPU engine; this model runs on " + base->backend());
+  }
+  auto view = std::make_shared<ModelImpl>(impl->reopen(), impl->opt(), &spec);
+  view->hold(base);
+  return view;
 }
 
 std::shared_ptr<Model> Model::load(const std::filesystem::path& path, const ModelOptions& options) {

@@ -44,12 +44,20 @@ class Drafter {
 enum class DrafterKind {
   None,   // plain decoding
   Ngram,  // prompt lookup (NgramDrafter)
+  Model,  // a smaller model with the same vocabulary (ModelDrafter,
+          // kernels/sampler/model_drafter.h)
+  Self,   // the target's self-draft: its first layers and frequent tokens (ModelDrafter too)
 };
 const char* to_string(DrafterKind k);
-// "none" / "ngram"; nullopt for anything else.
+// "none" / "ngram" / "model" / "self"; nullopt for anything else.
 std::optional<DrafterKind> parse_drafter_kind(std::string_view name);
-// A new drafter of that kind; nullptr for None.
-std::unique_ptr<Drafter> make_drafter(DrafterKind kind);
+
+struct DraftModel;  // kernels/sampler/model_drafter.h
+// A new drafter of that kind; nullptr for None. Model and Self draft with `draft` (built once,
+// shared by every generation: DraftModel::separate / DraftModel::self); std::invalid_argument
+// when they get none.
+std::unique_ptr<Drafter> make_drafter(DrafterKind kind,
+                                      std::shared_ptr<const DraftModel> draft = nullptr);
 
 // Prompt lookup / n-gram drafting: find the most recent earlier occurrence of the context's
 // last n tokens (n = 3, then 2, then 1) and propose what followed it there. Code repeats itself

@@ -51,7 +51,7 @@ class Loop {
       throw SamplerError("generate: speculation.max_draft = " + std::to_string(spec.max_draft) +
                          " is invalid (>= 1)");
     }
-    owned_drafter_ = spec.custom ? nullptr : make_drafter(spec.drafter);
+    owned_drafter_ = spec.custom ? nullptr : make_drafter(spec.drafter, spec.draft);
     drafter_ = spec.custom ? spec.custom : owned_drafter_.get();
     if (drafter_) drafter_->rewind(0);
   }

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -67,6 +68,8 @@ struct SpeculationOptions {
   // When set, used instead of `drafter` (tests, drafters built by the caller); it must serve
   // this generation alone. The loop rewinds it to an empty context first.
   Drafter* custom = nullptr;
+  // The draft model of DrafterKind::Model and Self (built once, shared by every generation).
+  std::shared_ptr<const DraftModel> draft = nullptr;
   bool enabled() const { return custom != nullptr || drafter != DrafterKind::None; }
 };
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "kernels/sampler/model_drafter.h"
 #include "stages/facets/candidates.h"
 #include "stages/generation/extract.h"
 
@@ -184,6 +185,37 @@ void GenerateStage::generate(graph::Item& item) {
   }
 }
 
+namespace {
+
+// The draft model of `drafter: model | self`, built once for every generation of the stage.
+std::shared_ptr<const kernels::DraftModel> make_draft(const graph::StageContext& ctx,
+                                                      const ModelResource& target,
+                                                      kernels::DrafterKind kind) {
+  const graph::Params& p = ctx.params;
+  const std::string draft_name = p.string("speculative.draft_model");
+  if (kind != kernels::DrafterKind::Model && !draft_name.empty()) {
+    throw std::invalid_argument("speculative.draft_model `" + draft_name +
+                                "` is set but speculative.drafter is " + kernels::to_string(kind) +
+                                ", not model");
+  }
+  if (kind == kernels::DrafterKind::Self) {
+    return kernels::DraftModel::self(
+        target.share(), {.layers = static_cast<int32_t>(p.integer("speculative.self_layers")),
+                         .vocab = static_cast<int32_t>(p.integer("speculative.self_vocab"))});
+  }
+  if (kind != kernels::DrafterKind::Model) return nullptr;
+  if (draft_name.empty()) {
+    throw std::invalid_argument(
+        "speculative.drafter: model needs speculative.draft_model, the name of a model.gguf "
+        "resource with the target's vocabulary");
+  }
+  auto draft = ctx.resources.share<ModelResource>(draft_name);
+  return kernels::DraftModel::separate(target.model(), target.path().string(), draft->share(),
+                                       draft->path().string());
+}
+
+}  // namespace
+
 std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ctx) {
   const graph::Params& p = ctx.params;
   auto model = ctx.resources.share<ModelResource>(p.string("model"));
@@ -217,6 +249,7 @@ std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ct
   // The contract's choices are exactly the kinds parse_drafter_kind knows.
   s.decode.speculation.drafter = *kernels::parse_drafter_kind(p.string("speculative.drafter"));
   s.decode.speculation.max_draft = static_cast<int32_t>(p.integer("speculative.max_draft"));
+  s.decode.speculation.draft = make_draft(ctx, *model, s.decode.speculation.drafter);
   try {
     s.decode.sampler.validate();
   } catch (const kernels::SamplerError& e) {
@@ -279,18 +312,31 @@ graph::Contract generate_contract() {
                  "prefill the prompt and generate nothing (no candidates; the record says "
                  "warmed_tokens): with the model's kv_pool_mb on, a later request on the same "
                  "file reuses its blocks, the way an editor warms a file when it is opened"),
-      P::choice("speculative.drafter", "none", {"none", "ngram"},
-                "speculative decoding (`speculative: { drafter: ngram, max_draft: 4 }`): ngram "
-                "drafts what followed the newest earlier occurrence of the last 3, 2 or 1 tokens "
-                "in the prompt and the output (prompt lookup; no match: no draft) and verifies "
-                "the draft in one forward pass; the output is unchanged (greedy: token for "
-                "token; sampled: the same distribution and, for a seed, the same text). Measured "
-                "1.1-1.4x decode on code, slower on sampled prose (docs/performance.md). none: "
-                "plain decoding. Drafting with a smaller model or a truncated self-draft is "
-                "later work, not accepted yet. The record's `speculation` counts drafted, "
-                "accepted and verify_steps"),
+      P::choice("speculative.drafter", "none", {"none", "ngram", "model", "self"},
+                "speculative decoding (`speculative: { drafter: ngram, max_draft: 4 }`): a "
+                "drafter guesses the next tokens and one forward pass verifies them; the output "
+                "is unchanged (greedy: token for token; sampled: the same distribution and, for "
+                "a seed, the same text). ngram drafts what followed the newest earlier "
+                "occurrence of the last 3, 2 or 1 tokens in the prompt and the output (prompt "
+                "lookup; no match: no draft); model greedily decodes with "
+                "speculative.draft_model; self with the model's own first "
+                "speculative.self_layers layers over its speculative.self_vocab most frequent "
+                "tokens. none: plain decoding. Which wins where is measured in "
+                "docs/performance.md (Speculative decoding). The record's `speculation` counts "
+                "drafted, accepted and verify_steps, and says `fallback` when the drafter failed "
+                "and the candidate went on with plain decoding"),
       P::integer("speculative.max_draft", 4, 1, 16,
                  "tokens drafted per verification at most (the drafter adapts below it)"),
+      P::resource("speculative.draft_model", "model",
+                  "drafter: model: the model.gguf resource that drafts; it must have the target's "
+                  "architecture and vocabulary (refused at load otherwise, both named)",
+                  false),
+      P::integer("speculative.self_layers", 0, 0, 1024,
+                 "drafter: self: the model's first layers the draft runs (at most its layers); "
+                 "0: all of them (fewer agree too rarely on Gemma 3 270M: docs/performance.md)"),
+      P::integer("speculative.self_vocab", 32768, 1, 1 << 24,
+                 "drafter: self: the most frequent tokens (by the GGUF's tokenizer scores) the "
+                 "draft scores; end-of-generation tokens are always among them"),
   };
   return c;
 }

@@ -4,15 +4,21 @@
 //    decode at contexts 512 and 4096. A verification of d drafted tokens is prefill_all(d + 1),
 //    so r(k) = t(k) / t(decode) bounds any gain: with a tokens kept per step on average, one
 //    step yields a + 1 tokens for r(d + 1) decodes' time.
-// 2. Decode tokens/s, plain vs the n-gram drafter at several max_draft, side by side per round
-//    (rounds alternate the configurations; the best round reported, the machine is shared), on
-//    code that repeats patterns, on a real code file, and on prose (greedy, and sampled with one
-//    seed); with accepted tokens per verify step and a check that every speculative run's
-//    tokens equal plain decoding's (sampled: the same seed gives the same random stream).
+// 2. Decode tokens/s, plain vs the n-gram drafter at several max_draft, vs self-drafts (the
+//    model's first L layers over its N most frequent tokens) and a draft model, side by side per
+//    round (rounds alternate the configurations; the best round reported, the machine is
+//    shared), on code that repeats patterns, on a real code file, and on prose (greedy, and
+//    sampled with one seed); with accepted tokens per verify step and a check that every
+//    speculative run's tokens equal plain decoding's (sampled: the same seed gives the same
+//    random stream). Each draft's decode time over the target's is measured first (the
+//    DraftModel::cost the drafter's cost model estimates from weight bytes).
 //
 //   ninja -C build bench_speculation
 //   ./build/tests/bench/bench_speculation [--model GGUF] [--threads 2] [--contexts 512,4096]
-//       [--reps 7] [--new 128] [--drafts 2,4,6,8] [--rounds 3] [--skip-cost] [out.json]
+//       [--reps 7] [--new 128] [--drafts 2,4,6,8] [--rounds 3] [--skip-cost]
+//       [--self 4:16384,6:32768,9:32768] [--self-drafts 4] [--draft-model GGUF] [out.json]
+//   --self L:N,...: self-draft configurations (none: "--self none"); --self-drafts: their
+//   max_draft values; --draft-model: a draft GGUF with the model's vocabulary (drafter model).
 //
 // Cost curve: the context is the code corpus (tests/data/golden/corpus/) repeated to length;
 // --reps interleaved rounds time every k once each (each pass rolled back); best and median.
@@ -31,6 +37,7 @@
 
 #include "kernels/engine.h"
 #include "kernels/sampler/generator.h"
+#include "kernels/sampler/model_drafter.h"
 
 using namespace vsynth::kernels;
 using Clock = std::chrono::steady_clock;
@@ -153,6 +160,26 @@ struct Workload {
   float temperature = 0.0f;  // > 0: sampled with seed 1 (the same stream in every configuration)
 };
 
+// One configuration of phase 2.
+struct Config {
+  std::string name;  // "none", "ngram/4", "self 6:32768/4", "model/4"
+  SpeculationOptions spec;
+};
+
+// Best-of-`reps` decode time of `m` right after `ctx` tokens of `toks` (each step rolled back).
+double decode_ms(Model& m, const std::vector<TokenId>& toks, int ctx, int reps) {
+  auto seq = m.new_sequence();
+  seq->prefill(std::span(toks).first(static_cast<size_t>(ctx)));
+  double best = 1e30;
+  for (int rep = -1; rep < reps; ++rep) {
+    const auto t0 = Clock::now();
+    seq->decode(toks[static_cast<size_t>(ctx)]);
+    if (rep >= 0) best = std::min(best, since_ms(t0));
+    seq->rollback(ctx);
+  }
+  return best;
+}
+
 struct DecodeStats {
   std::vector<double> tps;  // per round
   Generation last;
@@ -167,6 +194,9 @@ int main(int argc, char** argv) {
   int threads = 2, reps = 7, new_tokens = 128, rounds = 3;
   std::vector<int> contexts = {512, 4096}, drafts = {2, 4, 6, 8};
   bool skip_cost = false;
+  std::vector<std::pair<int, int>> selfs = {{4, 16384}, {6, 32768}, {9, 32768}};  // (L, N)
+  std::vector<int> self_drafts = {4};
+  fs::path draft_model_path;
   std::string out_path = "bench_speculation.json";
   try {
     for (int i = 1; i < argc; ++i) {
@@ -191,6 +221,19 @@ int main(int argc, char** argv) {
         rounds = to_int(a, next());
       else if (a == "--skip-cost")
         skip_cost = true;
+      else if (a == "--self") {
+        selfs.clear();
+        const std::string v = next();
+        std::stringstream ss(v == "none" ? "" : v);
+        for (std::string x; std::getline(ss, x, ',');) {
+          const auto colon = x.find(':');
+          if (colon == std::string::npos) throw std::invalid_argument("--self wants L:N,...");
+          selfs.emplace_back(to_int(a, x.substr(0, colon)), to_int(a, x.substr(colon + 1)));
+        }
+      } else if (a == "--self-drafts")
+        self_drafts = parse_list(a, next());
+      else if (a == "--draft-model")
+        draft_model_path = next();
       else if (a.starts_with("-"))
         throw std::invalid_argument("unknown option " + a);
       else
@@ -256,11 +299,45 @@ int main(int argc, char** argv) {
   loads.push_back(
       {"prose, sampled (T 0.8, top-k 40)", tok.encode(kProse, {.add_special = true}), 0.8f});
 
-  std::vector<int> configs{0};  // 0: plain; else the n-gram drafter with this max_draft
-  configs.insert(configs.end(), drafts.begin(), drafts.end());
+  // The configurations: plain, n-gram, self-drafts, a draft model; each draft's measured cost.
+  std::vector<Config> configs{{"none", {}}};
+  for (int d : drafts) {
+    configs.push_back(
+        {"ngram/" + std::to_string(d), {.drafter = DrafterKind::Ngram, .max_draft = d}});
+  }
+  std::vector<std::pair<std::string, std::shared_ptr<const DraftModel>>> draft_models;
+  for (auto [layers, vocab] : selfs) {
+    draft_models.emplace_back("self " + std::to_string(layers) + ":" + std::to_string(vocab),
+                              DraftModel::self(model, {.layers = layers, .vocab = vocab}));
+  }
+  if (!draft_model_path.empty()) {
+    draft_models.emplace_back("model", DraftModel::separate(*model, model_path.string(),
+                                                            Model::load(draft_model_path, mo),
+                                                            draft_model_path.string()));
+  }
+  {
+    const std::vector<TokenId> toks = corpus_tokens(*model, root, 600);
+    const double target_ms = decode_ms(*model, toks, 512, reps);
+    std::printf("\ndraft decode cost at context 512, best of %d (target decode %.2f ms)\n", reps,
+                target_ms);
+    std::printf("%-16s %10s %12s %14s\n", "draft", "decode ms", "measured x", "weight-bytes x");
+    for (const auto& [name, d] : draft_models) {
+      const double ms = decode_ms(*d->model, toks, 512, reps);
+      std::printf("%-16s %10.2f %12.3f %14.3f\n", name.c_str(), ms, ms / target_ms, d->cost);
+      out["draft_cost"].push_back({{"draft", name},
+                                   {"decode_ms", ms},
+                                   {"measured", ms / target_ms},
+                                   {"estimate", d->cost}});
+      for (int md : self_drafts) {
+        const DrafterKind kind = name == "model" ? DrafterKind::Model : DrafterKind::Self;
+        configs.push_back(
+            {name + "/" + std::to_string(md), {.drafter = kind, .max_draft = md, .draft = d}});
+      }
+    }
+  }
   std::printf("\ndecode, %d new tokens, %d threads, best of %d rounds\n", new_tokens, threads,
               rounds);
-  std::printf("%-46s %-8s %8s %7s %9s %9s %8s %9s\n", "workload", "drafter", "tok/s", "speedup",
+  std::printf("%-46s %-18s %8s %7s %9s %9s %8s %9s\n", "workload", "drafter", "tok/s", "speedup",
               "acc/step", "tok/pass", "kept %", "identical");
   for (const Workload& w : loads) {
     std::vector<DecodeStats> stats(configs.size());
@@ -271,8 +348,7 @@ int main(int argc, char** argv) {
         o.sampler.seed = 1;
         o.max_new_tokens = new_tokens;
         o.stop_at_eog = false;  // every run decodes the same number of tokens
-        if (configs[c] > 0)
-          o.speculation = {.drafter = DrafterKind::Ngram, .max_draft = configs[c]};
+        o.speculation = configs[c].spec;
         auto seq = model->new_sequence();
         const auto first = seq->prefill(w.prompt);
         const std::vector<float> logits(first.begin(), first.end());
@@ -296,8 +372,8 @@ int main(int argc, char** argv) {
                              : 0.0;
       const double per_pass = passes > 0 ? static_cast<double>(g.tokens.size() - 1) / passes : 0.0;
       const double kept = g.drafted > 0 ? 100.0 * g.accepted / g.drafted : 0.0;
-      const std::string name = configs[c] == 0 ? "none" : "ngram/" + std::to_string(configs[c]);
-      std::printf("%-46s %-8s %8.1f %6.2fx %9.2f %9.2f %8.1f %9s\n", c == 0 ? w.name.c_str() : "",
+      const std::string& name = configs[c].name;
+      std::printf("%-46s %-18s %8.1f %6.2fx %9.2f %9.2f %8.1f %9s\n", c == 0 ? w.name.c_str() : "",
                   name.c_str(), tps, tps / plain_tps, acc_step, per_pass, kept,
                   c == 0 ? "-" : (stats[c].identical ? "yes" : "NO"));
       out["decode"].push_back({{"workload", w.name},

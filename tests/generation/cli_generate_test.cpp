@@ -66,6 +66,14 @@ TEST_CASE("vsynth generate writes the same non-empty text for the same seed",
   const Result stats = sh(greedy + " --draft ngram", true);
   CHECK(stats.out.find("draft ngram: ") != std::string::npos);
   CHECK(stats.out.find("verify steps") != std::string::npos);
+  // --draft self and --draft model (the model as its own draft): the same greedy text.
+  const Result self = sh(greedy + " --draft self --self-layers 4 --self-vocab 16384", true);
+  REQUIRE(self.code == 0);
+  CHECK(self.out.find("draft self: ") != std::string::npos);
+  CHECK(sh(greedy + " --draft self").out == plain.out);
+  const Result as_model = sh(greedy + " --draft model --draft-model " + model.string());
+  REQUIRE(as_model.code == 0);
+  CHECK(as_model.out == plain.out);
 }
 
 TEST_CASE("vsynth generate: a missing model or bad option is a clear error", "[generation][cli]") {
@@ -77,7 +85,13 @@ TEST_CASE("vsynth generate: a missing model or bad option is a clear error", "[g
   CHECK(bad.out.find("top_p") != std::string::npos);
   const Result no_prompt = sh("generate -n 4", true);
   CHECK(no_prompt.code == 2);
-  const Result bad_draft = sh("generate --prompt hi --draft model", true);
+  const Result bad_draft = sh("generate --prompt hi --draft fast", true);
   CHECK(bad_draft.code == 2);
   CHECK(bad_draft.out.find("--draft") != std::string::npos);
+  const Result no_draft_model = sh("generate --prompt hi --draft model", true);
+  CHECK(no_draft_model.code == 2);
+  CHECK(no_draft_model.out.find("--draft-model") != std::string::npos);
+  const Result stray = sh("generate --prompt hi --draft ngram --draft-model x.gguf", true);
+  CHECK(stray.code == 2);
+  CHECK(stray.out.find("only with --draft model") != std::string::npos);
 }

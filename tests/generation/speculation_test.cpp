@@ -369,7 +369,13 @@ TEST_CASE("wrong drafts cost no output change, and a failing drafter falls back 
 TEST_CASE("drafter kinds parse from their names", "[speculation][drafter]") {
   CHECK(parse_drafter_kind("ngram") == DrafterKind::Ngram);
   CHECK(parse_drafter_kind("none") == DrafterKind::None);
-  CHECK_FALSE(parse_drafter_kind("model").has_value());
+  CHECK(parse_drafter_kind("model") == DrafterKind::Model);
+  CHECK(parse_drafter_kind("self") == DrafterKind::Self);
+  CHECK_FALSE(parse_drafter_kind("fast").has_value());
+  for (DrafterKind k :
+       {DrafterKind::None, DrafterKind::Ngram, DrafterKind::Model, DrafterKind::Self}) {
+    CHECK(parse_drafter_kind(to_string(k)) == k);
+  }
   CHECK(std::string(to_string(DrafterKind::Ngram)) == "ngram");
   CHECK(make_drafter(DrafterKind::None) == nullptr);
   CHECK(make_drafter(DrafterKind::Ngram) != nullptr);

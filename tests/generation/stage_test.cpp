@@ -650,10 +650,10 @@ edges: [ gen -> out ]
     }
     return "";
   };
-  // The drafters of the issue that do not exist yet are refused, not silently ignored.
+  // A model drafter needs its draft model named.
   const std::string model_drafter = build_error("speculative: { drafter: model }");
-  CHECK_THAT(model_drafter, Catch::Contains("speculative.drafter"));
-  CHECK_THAT(model_drafter, Catch::Contains("ngram"));
+  CHECK_THAT(model_drafter, Catch::Contains("speculative.draft_model"));
+  CHECK_THAT(build_error("speculative: { drafter: fast }"), Catch::Contains("ngram, model, self"));
   CHECK_THAT(build_error("speculative: { drafter: ngram, max_draft: 0 }"),
              Catch::Contains("speculative.max_draft"));
   CHECK_THAT(build_error("speculative: { drafter: ngram, length: 3 }"),
@@ -709,4 +709,75 @@ edges: [ gen -> out ]
   } catch (const std::exception& e) {
     CHECK_THAT(e.what(), Catch::Contains("batching.window_ms"));
   }
+}
+
+// A second tiny model with the same vocabulary (other weights) and one with another vocabulary.
+const fs::path& tiny_draft(bool same_vocab) {
+  static const fs::path dir = [] {
+    fs::path d = fs::path(VSYNTH_BINARY_DIR) / "generation_test";
+    fs::create_directories(d);
+    vsynth::gentest::write_tiny_model(
+        d / "tiny_draft.gguf",
+        vsynth::gentest::spm_vocab(kPieces, {"<start_of_turn>", "<end_of_turn>"}), 2, 2048,
+        "{{ '<start_of_turn>user\\n' }}...");
+    vsynth::gentest::write_tiny_model(d / "tiny_other_vocab.gguf",
+                                      vsynth::gentest::spm_vocab({"x", "y"}), 2, 2048);
+    return d;
+  }();
+  static const fs::path same = dir / "tiny_draft.gguf", other = dir / "tiny_other_vocab.gguf";
+  return same_vocab ? same : other;
+}
+
+TEST_CASE("speculative: { drafter: model | self } keeps the output; bad drafts are clear errors",
+          "[generation][stage][speculation]") {
+  const auto reg = vsynth::test::full_registry();
+  auto yaml = [&](const std::string& spec, bool same_vocab = true) {
+    return model_yaml("  d: { use: model.gguf, with: { path: \"" + tiny_draft(same_vocab).string() +
+                      "\", threads: 1, context_length: 1024 } }\n") +
+           R"(
+stages:
+  gen: { use: generate.llm, with: { model: m, max_new_tokens: 40, temperature: 0, )" +
+           spec + R"( } }
+edges: [ gen -> out ]
+)";
+  };
+  std::vector<nlohmann::json> tasks;
+  for (int i = 0; i < 3; ++i) tasks.push_back(humaneval_task(i));
+  const Run plain = run(yaml("speculative: { drafter: none }"), tasks, reg);
+  REQUIRE(plain.records.size() == 3);
+  for (const std::string drafter : {"{ drafter: model, draft_model: d, max_draft: 3 }",
+                                    "{ drafter: self, self_layers: 1, self_vocab: 200 }"}) {
+    const Run spec = run(yaml("speculative: " + drafter), tasks, reg);
+    REQUIRE(spec.records.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const auto& p = plain.records[i]["facets"]["candidates"]["candidates"][0];
+      const auto& s = spec.records[i]["facets"]["candidates"]["candidates"][0];
+      INFO(drafter << "\n" << spec.records[i].dump(2));
+      CHECK(s["text"] == p["text"]);
+      CHECK(s["tokens"] == p["tokens"]);
+      REQUIRE(s.contains("speculation"));
+      CHECK(s["speculation"]["drafter"] ==
+            (drafter.find("self") != std::string::npos ? "self" : "model"));
+      CHECK_FALSE(s["speculation"].contains("fallback"));
+    }
+  }
+
+  auto build_error = [&](const std::string& with, bool same_vocab = true) -> std::string {
+    try {
+      graph::Pipeline p(vsynth::test::load_text(yaml(with, same_vocab), reg), reg);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string unknown = build_error("speculative: { drafter: model, draft_model: dd }");
+  CHECK_THAT(unknown, Catch::Contains("speculative.draft_model"));
+  CHECK_THAT(unknown, Catch::Contains("dd"));
+  const std::string other = build_error("speculative: { drafter: model, draft_model: d }", false);
+  CHECK_THAT(other, Catch::Contains("tiny_other_vocab.gguf"));
+  CHECK_THAT(other, Catch::Contains("tiny_base.gguf") || Catch::Contains("tiny_chat.gguf"));
+  CHECK_THAT(build_error("speculative: { drafter: ngram, draft_model: d }"),
+             Catch::Contains("speculative.drafter is ngram"));
+  CHECK_THAT(build_error("speculative: { drafter: self, self_layers: 3 }"),
+             Catch::Contains("layers = 3 is outside [1, 2]"));
 }

@@ -15,6 +15,7 @@
 #include <iterator>
 
 #include "kernels/sampler/generator.h"
+#include "kernels/sampler/model_drafter.h"
 #include "stages/generation/model_resource.h"
 #include "stages/generation/prompt.h"
 #include "tools/vsynth/exit_codes.h"
@@ -68,6 +69,13 @@ int cmd_generate(const GenerateArgs& args) {
     std::cerr << "error: --raw and --chat contradict each other\n";
     return kExitUsage;
   }
+  if ((args.draft == "model") != !args.draft_model.empty()) {
+    std::cerr << (args.draft_model.empty()
+                      ? "error: --draft model needs --draft-model PATH (a GGUF with the model's "
+                        "vocabulary)\n"
+                      : "error: --draft-model is used only with --draft model\n");
+    return kExitUsage;
+  }
   if (!args.prompt_file.empty() && !args.prompt.empty()) {
     std::cerr << "error: --prompt and --prompt-file contradict each other; pass one\n";
     return kExitUsage;
@@ -108,6 +116,15 @@ int cmd_generate(const GenerateArgs& args) {
     ms.device = args.device;
     ms.threads = args.threads;
     res = gen::load_model(ms);
+    if (opt.speculation.drafter == kernels::DrafterKind::Model) {
+      ms.path = args.draft_model;
+      const auto draft = gen::load_model(ms);
+      opt.speculation.draft = kernels::DraftModel::separate(res->model(), res->path().string(),
+                                                            draft->share(), draft->path().string());
+    } else if (opt.speculation.drafter == kernels::DrafterKind::Self) {
+      opt.speculation.draft = kernels::DraftModel::self(
+          res->share(), {.layers = args.self_layers, .vocab = args.self_vocab});
+    }
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitRuntime;

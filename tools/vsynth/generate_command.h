@@ -18,9 +18,12 @@ struct GenerateArgs {
   float min_p = 0.05f;
   float repeat_penalty = 1.0f;
   std::vector<std::string> stop;
-  std::string draft = "none";  // speculative decoding: none | ngram
+  std::string draft = "none";  // speculative decoding: none | ngram | model | self
   int max_draft = 4;
-  std::string model;  // empty: $VSYNTH_MODEL, then the default model
+  std::string draft_model;  // --draft model: its GGUF
+  int self_layers = 0;      // --draft self: as generate.llm's speculative.self_layers
+  int self_vocab = 32768;   // --draft self: as speculative.self_vocab
+  std::string model;        // empty: $VSYNTH_MODEL, then the default model
   std::string kv_cache = "f16";
   std::string device = "auto";  // auto | cpu | cuda
   int threads = 0;

@@ -86,10 +86,19 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("--stop", gen.stop, "stop string (repeatable)");
   gen_cmd
       ->add_option("--draft", gen.draft,
-                   "speculative decoding: ngram (prompt lookup: drafts what followed the last "
-                   "tokens' earlier occurrence, verified in one pass; same text, faster where it "
-                   "repeats) or none; a draft model is later work")
-      ->check(CLI::IsMember({"none", "ngram"}));
+                   "speculative decoding (same text; faster where the guesses are kept): ngram "
+                   "(prompt lookup: drafts what followed the last tokens' earlier occurrence), "
+                   "model (greedy drafts of --draft-model), self (the model's own first "
+                   "--self-layers layers over its --self-vocab most frequent tokens) or none")
+      ->check(CLI::IsMember({"none", "ngram", "model", "self"}));
+  gen_cmd->add_option("--draft-model", gen.draft_model,
+                      "GGUF of the draft model for --draft model (the same vocabulary)");
+  gen_cmd
+      ->add_option("--self-layers", gen.self_layers, "--draft self: layers the draft runs; 0: all")
+      ->check(CLI::NonNegativeNumber);
+  gen_cmd
+      ->add_option("--self-vocab", gen.self_vocab, "--draft self: most frequent tokens it scores")
+      ->check(CLI::PositiveNumber);
   gen_cmd->add_option("--max-draft", gen.max_draft, "tokens drafted per verification at most")
       ->check(CLI::Range(1, 16));
   gen_cmd->add_option("-m,--model", gen.model, "GGUF file (default: $VSYNTH_MODEL, then models/)");

@@ -27,10 +27,13 @@ constexpr size_t kMinTaskBytes = 192 * 1024;
 
 // matmul tiles: a block of weight rows of ~kTileWeightBytes (L1/L2-resident while every token
 // group of the tile passes over it) by up to kTileTokens tokens (their quantized activations,
-// <= 150 KiB for k = 2048, stay in L2; one group of kMaxCols tokens, <= 6.5 KiB, in L1).
-// Row blocks hold at most kTileMaxRows rows, the size of the per-tile output staging buffer.
+// <= 150 KiB for k = 2048, stay in L2; one group of dot-call columns in L1: kRowKernelCols tokens
+// for the row kernels, <= 6.5 KiB, or kMaxCols for the prefill kernels of the 32-element types,
+// 15 KiB at k = 640). Row blocks hold at most kTileMaxRows rows, the size of the per-tile output
+// staging buffer.
 constexpr size_t kTileWeightBytes = 32 * 1024;
 constexpr int64_t kTileTokens = 64;
+constexpr int kRowKernelCols = 8;
 constexpr int64_t kTileMaxRows = 256;
 
 std::string label(const WeightView& w) {
@@ -66,15 +69,11 @@ int concurrency() {
   return std::max(1, tbb::this_task_arena::max_concurrency());
 }
 
-// Quantizes n rows of k floats (stride k) into the activation format; rows act_bytes apart.
-void quantize_acts(const KernelTable& kt, ActFormat f, const float* X, int64_t n, int64_t k,
+// Quantizes n rows of k floats (stride k) with `quantize`; rows act_bytes apart.
+void quantize_acts(detail::QuantizeActFn quantize, const float* X, int64_t n, int64_t k,
                    std::byte* out, size_t act_bytes) {
   const auto one = [&](int64_t t) {
-    if (f == ActFormat::Q8A32) {
-      kt.quantize_a32(X + t * k, k, out + static_cast<size_t>(t) * act_bytes);
-    } else {
-      kt.quantize_a256(X + t * k, k, out + static_cast<size_t>(t) * act_bytes);
-    }
+    quantize(X + t * k, k, out + static_cast<size_t>(t) * act_bytes);
   };
   // Quantizing reads 4 bytes per element: split when there is >= ~1 MB of it.
   if (n * k < 256 * 1024 || concurrency() == 1) {
@@ -84,6 +83,34 @@ void quantize_acts(const KernelTable& kt, ActFormat f, const float* X, int64_t n
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, n), [&](const tbb::blocked_range<int64_t>& r) {
     for (int64_t t = r.begin(); t < r.end(); ++t) one(t);
   });
+}
+
+detail::QuantizeActFn row_quantizer(const KernelTable& kt, ActFormat f) {
+  return f == ActFormat::Q8A32 ? kt.quantize_a32 : kt.quantize_a256;
+}
+
+// How matmul feeds a weight type's dot kernel: the interleaved Q8A32 rows and the table's
+// prefill kernel where it has one (bit-identical to the row kernel, see kernel_table.h), else
+// the row format and kernel matvec uses.
+struct MatmulKernel {
+  DotFn dot;
+  int cols;                        // tokens per dot call (the prefill kernels take kMaxCols)
+  detail::QuantizeActFn quantize;  // nullptr: float activations, used as they are
+  size_t act_bytes;                // bytes from one token's activations to the next
+};
+
+MatmulKernel matmul_kernel(const KernelTable& kt, DType t, int64_t k) {
+  const ActFormat f = detail::act_format(t);
+  if (f == ActFormat::F32) {
+    return {detail::dot_for(kt, t), kRowKernelCols, nullptr,
+            static_cast<size_t>(k) * sizeof(float)};
+  }
+  const DotFn il = detail::dot_il_for(kt, t);
+  if (il != nullptr && kt.quantize_a32il != nullptr) {
+    return {il, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k)};
+  }
+  return {detail::dot_for(kt, t), kRowKernelCols, row_quantizer(kt, f),
+          detail::act_row_bytes(f, k)};
 }
 
 }  // namespace
@@ -138,7 +165,7 @@ void matvec(const WeightView& w, const float* x, float* y) {
   ActBuffer buf(f == ActFormat::F32 ? 0 : detail::act_row_bytes(f, k));
   const void* act = x;
   if (f != ActFormat::F32) {
-    quantize_acts(kt, f, x, 1, k, buf.data(), 0);
+    quantize_acts(row_quantizer(kt, f), x, 1, k, buf.data(), 0);
     act = buf.data();
   }
 
@@ -181,18 +208,17 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
     matvec(w, X, Y);
     return;
   }
-  const KernelTable& kt = detail::active_kernels();
-  const DotFn dot = detail::dot_for(kt, w.type);
-  const ActFormat f = detail::act_format(w.type);
   const int64_t k = w.cols;
+  const MatmulKernel mk = matmul_kernel(detail::active_kernels(), w.type, k);
+  const DotFn dot = mk.dot;
 
   // Quantize every token's input once.
-  const size_t act_bytes = detail::act_row_bytes(f, k);
+  const size_t act_bytes = mk.act_bytes;
   std::unique_ptr<std::byte[]> qbuf;
   const std::byte* act = reinterpret_cast<const std::byte*>(X);
-  if (f != ActFormat::F32) {
+  if (mk.quantize != nullptr) {
     qbuf.reset(new std::byte[act_bytes * static_cast<size_t>(n)]);
-    quantize_acts(kt, f, X, n, k, qbuf.get(), act_bytes);
+    quantize_acts(mk.quantize, X, n, k, qbuf.get(), act_bytes);
     act = qbuf.get();
   }
 
@@ -204,7 +230,7 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
   const int64_t tok_blocks = (n + kTileTokens - 1) / kTileTokens;
 
   const auto* base = static_cast<const std::byte*>(w.data);
-  // One tile: for each group of up to kMaxCols tokens, every row of the block; the group's
+  // One tile: for each group of up to mk.cols tokens, every row of the block; the group's
   // outputs are staged in `out` and copied to Y one contiguous token row at a time (writing Y
   // in place would scatter stores rows * 4 bytes apart, which 4 KiB-aliases for 1024 or 2048
   // rows and stalls the loads of the next dot).
@@ -213,8 +239,8 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
     const int64_t t0 = tb * kTileTokens, t1 = std::min(n, t0 + kTileTokens);
     alignas(64) float out[detail::kMaxCols][kTileMaxRows];
     float col[detail::kMaxCols];
-    for (int64_t t = t0; t < t1; t += detail::kMaxCols) {
-      const int cols = static_cast<int>(std::min<int64_t>(detail::kMaxCols, t1 - t));
+    for (int64_t t = t0; t < t1; t += mk.cols) {
+      const int cols = static_cast<int>(std::min<int64_t>(mk.cols, t1 - t));
       const std::byte* a = act + static_cast<size_t>(t) * act_bytes;
       for (int64_t r = r0; r < r1; ++r) {
         dot(k, base + static_cast<size_t>(r) * w.row_bytes, a, act_bytes, cols, col);

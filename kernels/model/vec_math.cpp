@@ -277,18 +277,27 @@ VSYNTH_AVX2 void accumulate_avx2(float* A, int R, size_t lda, const float* P, si
     accumulate_scalar(A, R, lda, P, ldp, V, T, ldv, d);
     return;
   }
+  // Column chunks outer, rows inner: one chunk of V (T x 64 floats, 8 KiB for a 32-token
+  // block) stays in L1 while every row passes over it; rows outer streamed all of V (32 KiB at
+  // head dim 256, the whole L1) once per row from L2. Each output element still sums its terms
+  // in key order, so the result does not depend on R.
+  int c = 0;
+  for (; c + 64 <= d; c += 64) {
+    for (int r = 0; r < R; ++r) {
+      accumulate_64cols(A + static_cast<size_t>(r) * lda, P + static_cast<size_t>(r) * ldp, V, T,
+                        ldv, c);
+    }
+  }
   for (int r = 0; r < R; ++r) {
     float* a = A + static_cast<size_t>(r) * lda;
     const float* p = P + static_cast<size_t>(r) * ldp;
-    int c = 0;
-    for (; c + 64 <= d; c += 64) accumulate_64cols(a, p, V, T, ldv, c);
-    for (; c < d; c += 8) {
-      __m256 acc = _mm256_loadu_ps(a + c);
+    for (int cc = c; cc < d; cc += 8) {
+      __m256 acc = _mm256_loadu_ps(a + cc);
       for (int j = 0; j < T; ++j) {
         acc = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
-                              _mm256_loadu_ps(V + static_cast<size_t>(j) * ldv + c), acc);
+                              _mm256_loadu_ps(V + static_cast<size_t>(j) * ldv + cc), acc);
       }
-      _mm256_storeu_ps(a + c, acc);
+      _mm256_storeu_ps(a + cc, acc);
     }
   }
 }

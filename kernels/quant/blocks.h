@@ -103,6 +103,23 @@ static_assert(offsetof(BlockQ5_K, qs) == 48);
 // with an offset (q - 8 for Q4_0, q - 16 for Q5_0) subtract it exactly, in integers, per block.
 inline constexpr size_t kQ8A32BytesPerBlock = 40;
 
+// The interleaved Q8A32 row, prefill's layout for the same codes, scales and sums (matmul
+// quantizes every token once, so its layout can suit the multi-token kernels). Blocks form
+// groups of kQ8A32ILGroup = 8; the row is padded with zero blocks (codes, scale and sum 0) to
+// nbp blocks, a multiple of 8, except that a tail of exactly 4 blocks (k = 640, 896) is kept as
+// a half group (nbp = nb). With b = 8g + j and code 4i + e of block b (i in 0..7, e in 0..3):
+//   int8_t  qs[32 * nbp]  at byte 0          whole group: byte 256g + 32i + 4j + e
+//                                            4-block tail: byte 256g + 32(i % 4) + 16(i / 4) + 4j +
+//                                            e
+//   float   d[nbp]        at byte 32 * nbp   as in the plain row
+//   int32_t sum[nbp]      at byte 36 * nbp   as in the plain row
+// 40 * nbp bytes. A 32-byte vector of a group holds four codes of each of its blocks, one block
+// per 32-bit lane (the tail: dwords i and i + 4 in the two halves), so the u8 x s8 dot products
+// of a group's vectors leave each block's exact integer sum in its own lane, with no horizontal
+// reduction per token (the weights are transposed to match once per group, for all tokens;
+// kernels_x86.inc).
+inline constexpr int kQ8A32ILGroup = 8;
+
 // Paired with the K-quants (Q4_K, Q5_K, Q6_K): one scale per 256 elements (ggml's Q8_K choice,
 // so a super-block's integer dot needs a single float multiply), sums per 16 elements (the
 // granularity of Q6_K's scales; Q4_K/Q5_K add neighbouring pairs for their 32-element mins).

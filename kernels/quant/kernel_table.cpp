@@ -31,6 +31,26 @@ ActFormat act_format(DType t) {
   }
 }
 
+size_t act_row_bytes_a32il(int64_t k) {
+  const int64_t nb = k / kQK32;
+  const int64_t g = kQ8A32ILGroup;
+  const int64_t padded = nb % g == g / 2 ? nb : (nb + g - 1) / g * g;
+  return static_cast<size_t>(padded) * kQ8A32BytesPerBlock;
+}
+
+DotFn dot_il_for(const KernelTable& table, DType t) {
+  switch (t) {
+    case DType::Q4_0:
+      return table.dot_q4_0_il;
+    case DType::Q5_0:
+      return table.dot_q5_0_il;
+    case DType::Q8_0:
+      return table.dot_q8_0_il;
+    default:
+      return nullptr;
+  }
+}
+
 DotFn dot_for(const KernelTable& table, DType t) {
   switch (t) {
     case DType::F32:

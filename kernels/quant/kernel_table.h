@@ -29,7 +29,7 @@ ActFormat act_format(DType t);
 // row so each weight block is loaded and unpacked once for all of them. A kernel may process
 // them in smaller groups internally; every column's result is bit-identical to a one-column call
 // (tests check this: prefill and decode give the same logits).
-inline constexpr int kMaxCols = 8;
+inline constexpr int kMaxCols = 16;
 
 // y[c] = sum_i w[i] * a_c[i] for c in [0, ncols), 1 <= ncols <= kMaxCols.
 //   k:      elements per row (a multiple of the weight type's block size)
@@ -41,6 +41,10 @@ using DotFn = void (*)(int64_t k, const void* w, const void* act, size_t act_str
 
 // x[k] floats -> one Q8A32 row (k / 32 blocks) or k / 256 BlockQ8A256 blocks at out.
 using QuantizeActFn = void (*)(const float* x, int64_t k, void* out);
+
+// Bytes of one interleaved Q8A32 activation row of k elements (the prefill layout of the
+// 32-element weight types, see blocks.h: padded to whole groups of 8 blocks).
+size_t act_row_bytes_a32il(int64_t k);
 
 // n fp16 values -> n floats, and n floats -> n fp16 values (round to nearest even).
 using F16RowFn = void (*)(const uint16_t* x, float* y, int64_t n);
@@ -61,13 +65,23 @@ struct KernelTable {
   DotFn dot_q4_k;
   DotFn dot_q5_k;
   DotFn dot_q6_k;
+  // Prefill (matmul) kernels of the 32-element types, on interleaved Q8A32 activation rows
+  // (blocks.h; quantize_a32il writes them, act_row_bytes_a32il(k) apart). Each output is
+  // bit-identical to the row kernel above on the same weights and input (the same exact integer
+  // block sums, the same float operations in the same order). nullptr where a table has none
+  // (scalar): matmul then uses the row kernels.
+  QuantizeActFn quantize_a32il;
+  DotFn dot_q4_0_il;
+  DotFn dot_q5_0_il;
+  DotFn dot_q8_0_il;
 };
 
 // Whether every entry of t is set. Tables are written with designated initializers (an entry is
 // named, so it cannot land in a neighbour's slot; GCC's -Wmissing-field-initializers, an error
 // here, catches one left out) and tests/kernels/quant_dot_test.cpp asserts this for every
-// table on every compiler. Not a static_assert: under -fsanitize=undefined GCC does not treat
-// a function's address compared with nullptr as a constant expression.
+// table on every compiler (the optional prefill entries quantize_a32il and dot_*_il excepted). Not
+// a static_assert: under -fsanitize=undefined GCC does not treat a function's address compared with
+// nullptr as a constant expression.
 constexpr bool complete(const KernelTable& t) {
   return t.name != nullptr && t.quantize_a32 != nullptr && t.quantize_a256 != nullptr &&
          t.f16_to_f32 != nullptr && t.f32_to_f16 != nullptr && t.dot_f32 != nullptr &&
@@ -78,6 +92,9 @@ constexpr bool complete(const KernelTable& t) {
 
 // The dot kernel of table for weight type t; nullptr if t has none.
 DotFn dot_for(const KernelTable& table, DType t);
+
+// The interleaved-activation (prefill) dot kernel of table for t; nullptr if t has none there.
+DotFn dot_il_for(const KernelTable& table, DType t);
 
 const KernelTable& scalar_kernels();
 // nullptr when this build has no AVX2 translation unit (non-x86 targets). Whether the CPU can

@@ -245,6 +245,10 @@ constexpr KernelTable kScalar = {
     .dot_q4_k = dot_cols<dot1_qk_affine<false>>,
     .dot_q5_k = dot_cols<dot1_qk_affine<true>>,
     .dot_q6_k = dot_cols<dot1_q6_k>,
+    .quantize_a32il = nullptr,  // matmul uses the row kernels on this path
+    .dot_q4_0_il = nullptr,
+    .dot_q5_0_il = nullptr,
+    .dot_q8_0_il = nullptr,
 };
 
 }  // namespace

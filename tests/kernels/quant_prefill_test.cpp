@@ -1,0 +1,162 @@
+// Prefill kernels: the interleaved Q8A32 activation layout and the multi-token dot kernels of
+// Q4_0/Q5_0/Q8_0 (kernel_table.h, dot_*_il), bit-identical to the row kernels decode uses, and
+// matmul against matvec at every shape edge of the default model (k = 256, 640, 2048; rows not a
+// multiple of the tiling; 1..9, 63, 64, 65 tokens), on every CPU path.
+#include <catch2/catch.hpp>
+
+#include <tbb/task_arena.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_path_internal.h"
+#include "kernels/cpu/matvec.h"
+#include "kernels/quant/blocks.h"
+#include "tests/kernels/quant_test_util.h"
+#include "tests/test_skip.h"
+
+using namespace vsynth::kernels;
+using namespace vsynth::kernels::test;
+
+namespace {
+
+WeightView view_of(const QuantMatrix& m) {
+  return make_weight_view(m.type, m.rows, m.cols, m.data.data(), m.name);
+}
+
+// The SIMD tables this build and CPU can run (those that have the prefill kernels).
+std::vector<const detail::KernelTable*> simd_tables() {
+  std::vector<const detail::KernelTable*> t;
+  if (cpu_path_available(CpuPath::Avx2)) t.push_back(&detail::kernels_for(CpuPath::Avx2));
+  if (cpu_path_available(CpuPath::Avx512Vnni)) {
+    t.push_back(&detail::kernels_for(CpuPath::Avx512Vnni));
+  }
+  return t;
+}
+
+// Block counts: 1..17 (every tail of a group of 8, one or two whole groups), 20 (k = 640: two
+// groups and four), 64 (k = 2048), 8 (k = 256).
+constexpr float kZeroF = 0.0f;
+
+const std::vector<int64_t> kBlockCounts = {1,  2,  3,  4,  5,  6,  7,  8,  9, 10,
+                                           11, 12, 13, 14, 15, 16, 17, 20, 64};
+
+}  // namespace
+
+TEST_CASE("interleaved Q8A32 rows hold the plain row's codes, scales and sums",
+          "[quant][prefill]") {
+  const auto tables = simd_tables();
+  if (tables.empty())
+    VSYNTH_SKIP("no SIMD path on this CPU: the scalar table has no prefill kernels");
+  for (const detail::KernelTable* kt : tables) {
+    REQUIRE(kt->quantize_a32il != nullptr);
+    for (int64_t nb : kBlockCounts) {
+      INFO("table " << kt->name << " blocks " << nb);
+      const int64_t k = 32 * nb;
+      const std::vector<float> x = random_values(k, static_cast<uint32_t>(7 + nb));
+      std::vector<uint8_t> plain(detail::act_row_bytes(detail::ActFormat::Q8A32, k));
+      const size_t il_bytes = detail::act_row_bytes_a32il(k);
+      // Padded to whole groups of 8 blocks, except a tail of exactly 4 (blocks.h).
+      const int64_t nbp = nb % 8 == 4 ? nb : (nb + 7) / 8 * 8;
+      REQUIRE(il_bytes == static_cast<size_t>(40 * nbp));
+      std::vector<uint8_t> il(il_bytes, 0xAB);  // garbage: padding must be written as zero
+      kt->quantize_a32(x.data(), k, plain.data());
+      kt->quantize_a32il(x.data(), k, il.data());
+      const auto* pq = reinterpret_cast<const int8_t*>(plain.data());
+      const auto* pd = reinterpret_cast<const float*>(plain.data() + 32 * nb);
+      const auto* ps = reinterpret_cast<const int32_t*>(plain.data() + 36 * nb);
+      const auto* iq = reinterpret_cast<const int8_t*>(il.data());
+      const auto* id = reinterpret_cast<const float*>(il.data() + 32 * nbp);
+      const auto* is = reinterpret_cast<const int32_t*>(il.data() + 36 * nbp);
+      for (int64_t b = 0; b < nbp; ++b) {
+        for (int e = 0; e < 32; ++e) {
+          const int64_t g = b / 8, j = b % 8, i = e / 4;
+          const bool half = nbp - 8 * g == 4;  // the 4-block tail group
+          const int64_t at = half ? 256 * g + 32 * (i % 4) + 16 * (i / 4) + 4 * j + e % 4
+                                  : 256 * g + 32 * i + 4 * j + e % 4;
+          const int8_t got = iq[at];
+          REQUIRE(got == (b < nb ? pq[32 * b + e] : 0));
+        }
+        REQUIRE(std::memcmp(&id[b], b < nb ? &pd[b] : &kZeroF, sizeof(float)) == 0);
+        REQUIRE(is[b] == (b < nb ? ps[b] : 0));
+      }
+    }
+  }
+}
+
+TEST_CASE("prefill dot kernels are bit-identical to the row kernels, 1..8 columns",
+          "[quant][prefill]") {
+  const auto tables = simd_tables();
+  if (tables.empty())
+    VSYNTH_SKIP("no SIMD path on this CPU: the scalar table has no prefill kernels");
+  constexpr int kCols = detail::kMaxCols;
+  for (const detail::KernelTable* kt : tables) {
+    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+      const detail::DotFn row = detail::dot_for(*kt, t), il = detail::dot_il_for(*kt, t);
+      REQUIRE(il != nullptr);
+      for (int64_t nb : kBlockCounts) {
+        const int64_t k = 32 * nb;
+        const QuantMatrix m = make_matrix(t, 3, k, static_cast<uint32_t>(300 + nb));
+        const std::vector<float> X = random_values(kCols * k, static_cast<uint32_t>(nb + 50));
+        const size_t ab = detail::act_row_bytes(detail::ActFormat::Q8A32, k);
+        const size_t abi = detail::act_row_bytes_a32il(k);
+        // Exactly sized (no slack), so a read past the last column's row shows under ASan.
+        std::vector<uint8_t> act(ab * kCols), acti(abi * kCols);
+        for (int c = 0; c < kCols; ++c) {
+          kt->quantize_a32(X.data() + c * k, k, act.data() + c * ab);
+          kt->quantize_a32il(X.data() + c * k, k, acti.data() + c * abi);
+        }
+        for (int64_t r = 0; r < m.rows; ++r) {
+          const uint8_t* w = m.data.data() + r * m.row_bytes;
+          float y1[kCols];
+          for (int c = 0; c < kCols; ++c) row(k, w, act.data() + c * ab, ab, 1, &y1[c]);
+          for (int n = 1; n <= kCols; ++n) {  // n columns starting at column c0 = kCols - n
+            INFO("table " << kt->name << " type " << name_of(t) << " blocks " << nb << " row " << r
+                          << " columns " << n);
+            float yn[kCols];
+            const int c0 = kCols - n;
+            il(k, w, acti.data() + c0 * abi, abi, n, yn);
+            REQUIRE(std::memcmp(yn, y1 + c0, sizeof(float) * static_cast<size_t>(n)) == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul equals matvec per token at the model's shape edges, every path",
+          "[quant][prefill][matmul]") {
+  // Rows 45 and 300: not multiples of 8 or of the row blocks matmul tiles by; token counts on
+  // both sides of the 8-token groups and the 64-token tiles.
+  const std::vector<int64_t> token_counts = {1, 2, 3, 4, 5, 6, 7, 8, 9, 63, 64, 65};
+  for (DType t : quant_types()) {
+    for (int64_t k : {int64_t{256}, int64_t{640}, int64_t{2048}}) {
+      if (k % quant_block_elems(t) != 0) continue;
+      for (int64_t rows : {int64_t{45}, int64_t{300}}) {
+        if (rows == 300 && k == 2048) continue;  // the large case adds time, not coverage
+        const QuantMatrix m = make_matrix(t, rows, k, static_cast<uint32_t>(k + rows));
+        const std::vector<float> X = random_values(65 * k, static_cast<uint32_t>(k * 3 + rows));
+        for (CpuPath path : available_paths()) {
+          ScopedCpuPath scoped(path);
+          std::vector<float> ref(static_cast<size_t>(65 * rows));
+          for (int64_t tok = 0; tok < 65; ++tok) {
+            matvec(view_of(m), X.data() + tok * k, ref.data() + tok * rows);
+          }
+          for (int64_t n : token_counts) {
+            INFO("type " << name_of(t) << " k " << k << " rows " << rows << " tokens " << n
+                         << " path " << to_string(path));
+            std::vector<float> Y(static_cast<size_t>(n * rows), -12345.0f);
+            matmul(view_of(m), X.data(), n, Y.data());
+            REQUIRE(std::memcmp(Y.data(), ref.data(), sizeof(float) * Y.size()) == 0);
+          }
+          // Two threads split the tiles differently: the same bits.
+          std::vector<float> Y2(static_cast<size_t>(65 * rows));
+          tbb::task_arena two(2);
+          two.execute([&] { matmul(view_of(m), X.data(), 65, Y2.data()); });
+          REQUIRE(std::memcmp(Y2.data(), ref.data(), sizeof(float) * Y2.size()) == 0);
+        }
+      }
+    }
+  }
+}

@@ -164,7 +164,7 @@ TEST_CASE("a task's seed makes its text independent of its id", "[generation][de
   CHECK(first_candidate(r["stage-seed"])["temperature"].get<double>() == Approx(0.0));
 }
 
-TEST_CASE("the observer sees the stage, candidate 0's text, and can cancel mid-generation",
+TEST_CASE("the observer sees the stage and candidate 0's text and can cancel mid-generation",
           "[generation][decode]") {
   auto watch = std::make_shared<Recorder>();
   auto quitter = std::make_shared<Recorder>(2);  // leaves after 2 bytes

@@ -8,6 +8,9 @@ find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
 pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)
 pkg_check_modules(TREE_SITTER REQUIRED IMPORTED_TARGET tree-sitter)
+# cpp-httplib (Debian libcpp-httplib-dev 0.11.4): `vsynth serve`. Debian builds it split, a
+# declarations-only header plus libcpp-httplib.so, so it is linked, not header-only.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 
 # hnswlib is header-only (Debian libhnswlib-dev 0.6.2): the dense index of stages/retrieval.
 find_path(HNSWLIB_INCLUDE_DIR hnswlib/hnswlib.h)

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/arena.h"
+#include "graph/observer.h"
 
 namespace vsynth::graph {
 
@@ -38,6 +39,9 @@ struct Task {
   // writes it as failed (status `error`, exit `source`, this text as its error) without
   // running any stage, so the other tasks run and --resume sees it done.
   std::string refused = {};
+  // Someone waiting on this task (vsynth serve's request): stage events, streamed text,
+  // cancellation (graph/observer.h). Null in batch runs; never part of the record.
+  std::shared_ptr<Observer> observer = {};
 };
 
 // What a stage said when it sent the item back over a back edge (a failing test, a

@@ -263,8 +263,28 @@ struct PipelineImpl {
     fail(item, stage_names[stage], "", msg, "error");
   }
 
+  // The item's observer gave up before this stage started: the item leaves the graph as
+  // `cancelled` instead of running it (a stage already running checks the observer itself).
+  bool cancelled_at(std::size_t stage, const ItemPtr& item) {
+    const Observer* obs = item->task().observer.get();
+    if (!obs || !obs->cancelled()) return false;
+    end(stage, *item, now_ns());
+    left(stage);
+    fail(
+        item, stage_names[stage], "",
+        fmt::format("cancelled before stage `{}`: nobody waits for the result", stage_names[stage]),
+        "cancelled");
+    return true;
+  }
+
+  static void notify(const ItemPtr& item, const std::string& stage, StageEvent e) {
+    if (Observer* obs = item->task().observer.get()) obs->on_stage(stage, e);
+  }
+
   ItemPtr run_sync(std::size_t stage, SyncStage& s, const ItemPtr& item) {
     begin(stage);
+    if (cancelled_at(stage, item)) return nullptr;
+    notify(item, stage_names[stage], StageEvent::Begin);
     const int64_t start = now_ns();
     Port port = 0;
     std::string error;
@@ -280,6 +300,7 @@ struct PipelineImpl {
       error = "unknown exception";
     }
     end(stage, *item, start);
+    notify(item, stage_names[stage], StageEvent::End);
     if (!error.empty()) {
       stage_error(stage, item, error);
       return nullptr;
@@ -289,6 +310,8 @@ struct PipelineImpl {
 
   void start_async(std::size_t stage, AsyncStage& s, const ItemPtr& item, ANode::gateway_type& gw) {
     begin(stage);
+    if (cancelled_at(stage, item)) return;
+    notify(item, stage_names[stage], StageEvent::Begin);
     item->async_start_ = now_ns();
     gw.reserve_wait();  // released by finish_async, whichever thread completes the item
     Completion done(item, completions[stage]);
@@ -313,6 +336,7 @@ struct PipelineImpl {
   void finish_async(std::size_t stage, ItemPtr item, std::optional<Port> port, std::string error,
                     ANode::gateway_type& gw) {
     end(stage, *item, item->async_start_);
+    notify(item, stage_names[stage], StageEvent::End);
     const std::size_t n_ports = spec.stages[stage].port_edges.size();
     if (error.empty() && !port) error = "completed without a port";
     if (error.empty() && *port >= n_ports) {

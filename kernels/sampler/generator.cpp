@@ -22,6 +22,8 @@ const char* to_string(FinishReason r) {
       return "hook_limit";
     case FinishReason::Masked:
       return "masked";
+    case FinishReason::Cancelled:
+      return "cancelled";
   }
   return "?";
 }
@@ -94,6 +96,9 @@ class Loop {
 
   // One sampling step; false when the generation is over.
   bool step() {
+    if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
+      return end(FinishReason::Cancelled);
+    }
     const std::size_t pos = g_.tokens.size();
     mask_.clear();
     for (MaskHook* h : hooks_) h->before_sample(view(), mask_);

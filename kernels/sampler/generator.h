@@ -29,6 +29,7 @@
 // probability p(x), otherwise the token comes from p without x, renormalised).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -54,6 +55,7 @@ enum class FinishReason {
   Hook,       // a hook said stop
   HookLimit,  // hooks rejected or rolled back more than max_hook_retries times
   Masked,     // the mask (hooks, bans) left no token to sample
+  Cancelled,  // GenerateOptions::cancel was set (checked once per step)
 };
 const char* to_string(FinishReason r);
 
@@ -84,6 +86,9 @@ struct GenerateOptions {
   std::function<void(std::string_view)> on_text;
   // A hook rolled back below text already streamed: the last `bytes` shown are void.
   std::function<void(std::size_t bytes)> on_retract;
+  // Set by another thread (a client went away): the loop ends before its next step, within
+  // one forward pass, with FinishReason::Cancelled. Null: never cancelled.
+  const std::atomic<bool>* cancel = nullptr;
   SpeculationOptions speculation;
 };
 

@@ -18,9 +18,9 @@ struct Candidate {
   std::string_view completion;  // the part to insert: `text` (complete) or its code block
   std::string_view code;        // the whole program a validator runs (generation/extract.h)
   int32_t tokens = 0;           // generated tokens (rejected / rolled-back ones excluded)
-  std::string finish;           // length | eog | stop | context | hook | hook_limit | masked
-  std::string finish_detail;    // the stop string or the hook's reason
-  double logprob_sum = 0.0;     // sum of log p(token) under the model (nats)
+  std::string finish;  // length | eog | stop | context | hook | hook_limit | masked | cancelled
+  std::string finish_detail;  // the stop string or the hook's reason
+  double logprob_sum = 0.0;   // sum of log p(token) under the model (nats)
   double decode_ms = 0.0;
   double tokens_per_s = 0.0;
   uint64_t seed = 0;

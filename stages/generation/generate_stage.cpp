@@ -1,5 +1,7 @@
 #include "stages/generation/generate_stage.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -7,6 +9,7 @@
 #include "kernels/sampler/model_drafter.h"
 #include "stages/facets/candidates.h"
 #include "stages/generation/extract.h"
+#include "stages/generation/task_decode.h"
 
 namespace vsynth::stages::generation {
 
@@ -84,11 +87,12 @@ std::vector<float> GenerateStage::prefill(const std::vector<kernels::TokenId>& p
 }
 
 double GenerateStage::temperature_for(int attempt) const {
-  const double t = settings_.decode.sampler.temperature +
-                   std::max(0, attempt - 1) * settings_.retry_temperature_step;
-  return attempt > 1 ? std::min(t, std::max(settings_.max_temperature,
-                                            double{settings_.decode.sampler.temperature}))
-                     : t;
+  return temperature_for(attempt, settings_.decode.sampler.temperature);
+}
+
+double GenerateStage::temperature_for(int attempt, double base) const {
+  const double t = base + std::max(0, attempt - 1) * settings_.retry_temperature_step;
+  return attempt > 1 ? std::min(t, std::max(settings_.max_temperature, base)) : t;
 }
 
 void GenerateStage::generate(graph::Item& item) {
@@ -96,10 +100,17 @@ void GenerateStage::generate(graph::Item& item) {
   kernels::Model& model = model_->model();
   const kernels::Tokenizer& tok = model.tokenizer();
   const PromptParts parts = gather_prompt_parts(item, settings_.prompt);
+  const TaskDecode task = task_decode(item, settings_.decode);
   const int32_t ctx_len = model.options().context_length;
-  const std::size_t budget =
-      ctx_len > 0 ? static_cast<std::size_t>(ctx_len - settings_.decode.max_new_tokens)
-                  : static_cast<std::size_t>(1) << 30;
+  if (ctx_len > 0 && task.decode.max_new_tokens >= ctx_len) {
+    throw std::invalid_argument(fmt::format(
+        "task `{}`: /decode/max_new_tokens {} leaves no room for a prompt in the model's "
+        "context_length {}",
+        item.id(), task.decode.max_new_tokens, ctx_len));
+  }
+  const std::size_t budget = ctx_len > 0
+                                 ? static_cast<std::size_t>(ctx_len - task.decode.max_new_tokens)
+                                 : static_cast<std::size_t>(1) << 30;
   const Prompt prompt = render_prompt(parts, tok, budget, model_->chat_template());
 
   auto& facet = item.emplace<CandidatesFacet>();
@@ -115,20 +126,32 @@ void GenerateStage::generate(graph::Item& item) {
   const std::vector<float> logits = prefill(prompt.tokens, base, facet);  // shared by candidates
   facet.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   if (!facet.kv_pool_fallback.empty()) model_->add({.kv_pool_fallbacks = 1});
-  if (settings_.warmup) {
+  if (settings_.warmup || task.warmup) {
     facet.warmup = true;
     return;
   }
 
-  kernels::GenerateOptions opt = settings_.decode;
+  kernels::GenerateOptions opt = task.decode;
   opt.context_limit = ctx_len;
+  // Someone waiting on the task (graph/observer.h) sees candidate 0's text as it comes and can
+  // stop every candidate within one step.
+  graph::Observer* const observer = item.task().observer.get();
+  if (observer) opt.cancel = observer->cancel_flag();
   if (prompt.mode == PromptMode::Complete) {
     opt.stop.insert(opt.stop.end(), settings_.completion_stop.begin(),
                     settings_.completion_stop.end());
   }
-  opt.sampler.temperature = static_cast<float>(temperature_for(item.attempt()));
+  opt.sampler.temperature =
+      static_cast<float>(temperature_for(item.attempt(), task.decode.sampler.temperature));
   const int n = std::max(1, settings_.n_candidates);
   for (int c = 0; c < n; ++c) {
+    if (observer && c == 0) {
+      opt.on_text = [observer](std::string_view t) { observer->on_text(t); };
+      opt.on_retract = [observer](std::size_t bytes) { observer->on_retract(bytes); };
+    } else {
+      opt.on_text = nullptr;
+      opt.on_retract = nullptr;
+    }
     // Every candidate but the last decodes on a fork; the last one takes the base itself.
     std::unique_ptr<kernels::Sequence> fork = c + 1 < n ? base->fork() : nullptr;
     kernels::Sequence& seq = fork ? *fork : *base;
@@ -151,7 +174,9 @@ void GenerateStage::generate(graph::Item& item) {
         owned.push_back(std::move(m));
       }
     }
-    opt.sampler.seed = candidate_seed(settings_.decode.sampler.seed, item.id(), item.attempt(), c);
+    opt.sampler.seed =
+        task.seed ? candidate_seed(*task.seed, "", item.attempt(), c)
+                  : candidate_seed(settings_.decode.sampler.seed, item.id(), item.attempt(), c);
     kernels::Generation g = kernels::generate(seq, tok, logits, opt, hooks);
 
     Candidate cand;
@@ -182,6 +207,7 @@ void GenerateStage::generate(graph::Item& item) {
                  .verify_steps = g.verify_steps,
                  .speculation_fallbacks = g.speculation_fallback.empty() ? 0 : 1});
     facet.candidates.push_back(cand);
+    if (g.finish == kernels::FinishReason::Cancelled) break;  // nobody waits for the others
   }
 }
 
@@ -265,7 +291,8 @@ graph::Contract generate_contract() {
   c.kind = "generate.llm";
   c.summary =
       "Prompts a model with the task (completion or chat), samples n candidates through the "
-      "engine with decoding hooks, records them with timings";
+      "engine with decoding hooks, records them with timings; a task's /decode object "
+      "(max_new_tokens, temperature, top_p, stop, seed, warmup) overrides these per task";
   c.execution = graph::Execution::Async;
   c.concurrency = graph::Concurrency::unlimited();  // items queue for the stage's workers
   c.provides_facets = {std::string(CandidatesFacet::kName)};

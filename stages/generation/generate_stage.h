@@ -23,6 +23,12 @@
 // candidate), so a run is reproducible whatever order items arrive in. Parameters: see
 // generate_contract() (`vsynth stages generate.llm`).
 //
+// Per task: a record's optional /decode object (task_decode.h: max_new_tokens, temperature,
+// top_p, stop, seed, warmup) is laid over these settings. When the task has an observer
+// (graph/observer.h, a served request), candidate 0's text is streamed to it and its
+// cancellation ends every candidate within one step (finish "cancelled"; later candidates are
+// not started).
+//
 // Provides: `candidates` (CandidatesFacet). Reads, when present: `anchor` (the cursor),
 // `context` (its text, see prompt.h). Ports: `ok`.
 #pragma once
@@ -78,6 +84,8 @@ class GenerateStage : public graph::AsyncStage {
 
   // The temperature used on a given attempt (1-based).
   double temperature_for(int attempt) const;
+  // The same from a given attempt-1 temperature (a task's /decode/temperature).
+  double temperature_for(int attempt, double base) const;
 
  private:
   std::shared_ptr<ModelResource> model_;

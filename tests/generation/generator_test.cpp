@@ -2,6 +2,7 @@
 // stop strings across tokens, streaming hold-back, and every hook verdict including rollback.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -244,4 +245,35 @@ TEST_CASE("the context limit ends the generation", "[generator]") {
   CHECK(g.finish == FinishReason::Context);
   CHECK(g.tokens.size() == 3);
   CHECK(seq.position() <= 4);
+}
+
+TEST_CASE("a cancel flag set during streaming ends the loop at the next step", "[generator]") {
+  Fixture f;
+  const TokenId a = f.id("a");
+  FakeSequence seq(f.vocab(), [&](int32_t, TokenId) { return a; });
+  std::atomic<bool> cancel{false};
+  GenerateOptions o = f.greedy(50);
+  o.cancel = &cancel;
+  std::string shown;
+  o.on_text = [&](std::string_view t) {
+    shown += t;
+    if (shown.size() >= 3) cancel.store(true);  // the client leaves after 3 bytes
+  };
+  const Generation g = f.run(seq, o);
+  CHECK(g.finish == FinishReason::Cancelled);
+  CHECK(g.tokens.size() == 3);
+  CHECK(g.text == "aaa");
+  CHECK(std::string(to_string(g.finish)) == "cancelled");
+}
+
+TEST_CASE("a cancel flag already set generates nothing", "[generator]") {
+  Fixture f;
+  const TokenId a = f.id("a");
+  FakeSequence seq(f.vocab(), [&](int32_t, TokenId) { return a; });
+  std::atomic<bool> cancel{true};
+  GenerateOptions o = f.greedy(5);
+  o.cancel = &cancel;
+  const Generation g = f.run(seq, o);
+  CHECK(g.finish == FinishReason::Cancelled);
+  CHECK(g.tokens.empty());
 }

@@ -8,6 +8,7 @@
 #include "tools/vsynth/exit_codes.h"
 #include "tools/vsynth/generate_command.h"
 #include "tools/vsynth/index_command.h"
+#include "tools/vsynth/serve/serve_command.h"
 
 int main(int argc, char** argv) {
   using namespace vsynth;
@@ -143,6 +144,26 @@ int main(int argc, char** argv) {
       "codes: 0 built (the summary on stdout; files skipped are named on stderr); 2 bad command "
       "line (ROOT not a directory, an unknown language); 3 the index could not be built.");
 
+  cli::ServeArgs srv;
+  auto* serve_cmd = app.add_subcommand(
+      "serve", "Serve pipelines over HTTP (OpenAI, llama.cpp and vsynth endpoints)");
+  serve_cmd->add_option("pipeline", srv.pipeline, "the default pipeline YAML");
+  serve_cmd->add_option("--pipeline", srv.pipelines,
+                        "NAME=FILE: one more pipeline, chosen by a request's `model` (repeatable)");
+  serve_cmd->add_option("--host", srv.host,
+                        "address to bind (default 127.0.0.1: this machine only)");
+  serve_cmd->add_option("--port", srv.port, "port (default 8080; 0: any free one, printed)")
+      ->check(CLI::Range(0, 65535));
+  serve_cmd->add_option("--config", srv.config,
+                        "serve YAML: API keys -> tenants, priorities, queues, caps "
+                        "(examples/serve/serve.yaml)");
+  serve_cmd->add_flag("-q,--quiet", srv.quiet, "no access log on stderr");
+  serve_cmd->footer(
+      "Endpoints: POST /v1/completions, /v1/chat/completions, /infill, /completion, /v1/tasks; "
+      "GET /v1/models, /health, /metrics (docs/serving.md). Exit codes: 0 stopped by SIGINT or "
+      "SIGTERM; 2 bad command line, pipeline or config; 3 a model failed to load or the address "
+      "could not be bound.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -162,6 +183,7 @@ int main(int argc, char** argv) {
   graph::Registry registry;
   stages::register_all(registry);
   if (*run_cmd) return cli::cmd_run(registry, run);
+  if (*serve_cmd) return cli::cmd_serve(registry, srv);
   if (*validate_cmd) return cli::cmd_validate(registry, validate_files);
   if (*stages_cmd) return cli::cmd_stages(registry, only);
   if (*dot_cmd) return cli::cmd_dot(registry, dot_file);

@@ -1,0 +1,71 @@
+// vsynth serve: HTTP request bodies (OpenAI completions and chat, llama.cpp /infill and
+// /completion, vsynth /v1/tasks) turned into one task record for a pipeline, with validation
+// whose every error names the field at fault.
+//
+// A plain prompt (+ suffix) becomes a completion task: /prefix and /suffix (generate.llm
+// continues the prefix). When the request names its file (`file`, Tabby's `filepath`), the task
+// also gets /path, /source = prefix + suffix and /cursor {offset: bytes of the prefix}, so a
+// pipeline's context stages (ast.anchor, context.*, retrieval.*) can locate the cursor. llama.cpp's
+// input_extra [{filename, text}] becomes /files (project files the context stages read).
+// Sampling fields become the task's /decode object (stages/generation/task_decode.h).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace vsynth::serve {
+
+enum class Endpoint { Completions, Chat, Infill, Completion, Tasks };
+const char* to_string(Endpoint e);
+
+// A request the server refuses: HTTP status (4xx), the field at fault ("" for the body as a
+// whole) and why.
+class RequestError : public std::runtime_error {
+ public:
+  RequestError(int status, std::string field, const std::string& message)
+      : std::runtime_error(message), status_(status), field_(std::move(field)) {}
+  int status() const { return status_; }
+  const std::string& field() const { return field_; }
+
+ private:
+  int status_;
+  std::string field_;
+};
+
+// resume_from: the client already holds `offset` bytes of the text, whose checksum
+// (text_checksum) is `checksum`.
+struct ResumeFrom {
+  std::size_t offset = 0;
+  std::string checksum;
+};
+
+// FNV-1a 64 of the bytes, as 16 lowercase hex digits: what resume_from's checksum is.
+std::string text_checksum(std::string_view text);
+
+struct ParsedRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string model;  // the pipeline asked for ("" : the default one)
+  bool stream = false;
+  nlohmann::json task;    // the task record, without an id (the server numbers its tasks)
+  std::string client_id;  // /v1/tasks: the record's own id, given back in the result
+  bool has_file = false;  // the request named its file: context stages can run
+  bool warmup = false;    // n_predict 0: prefill only
+  std::optional<ResumeFrom> resume;
+  // Identifies the request's result across requests (for resume_from): a hash of the task
+  // record and the pipeline, whatever the stream / resume fields say.
+  std::string fingerprint;
+};
+
+struct RequestLimits {
+  int max_tokens = 2048;  // a larger max_tokens / n_predict is cut to this (the tenant's cap)
+};
+
+// Parses and validates a body. Throws RequestError: 400 for malformed JSON or a field of the
+// wrong type or range, naming the field.
+ParsedRequest parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits);
+
+}  // namespace vsynth::serve

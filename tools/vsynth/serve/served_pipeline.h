@@ -1,0 +1,98 @@
+// vsynth serve: one pipeline kept running for the server's lifetime. A request becomes a Task
+// fed to a long-running Pipeline::run through a blocking source; its result comes back
+// through a sink that hands the finished record to the request's Exchange (the task's
+// observer, graph/observer.h), which also collects the streamed text and stage events.
+// Nothing here knows HTTP.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "graph/observer.h"
+#include "graph/pipeline.h"
+
+namespace vsynth::serve {
+
+// What one request sees of its task while it runs. Written by graph threads and stage
+// workers, read by the request's HTTP thread.
+class Exchange : public graph::Observer {
+ public:
+  void on_stage(std::string_view stage, graph::StageEvent e) override;
+  void on_text(std::string_view text) override;
+  void on_retract(std::size_t bytes) override;
+  void finish(nlohmann::json record);  // the sink: the result record (the task is done)
+
+  struct Snapshot {
+    std::string text;                    // streamed so far (after retractions)
+    std::vector<nlohmann::json> events;  // {"stage", "event": begin|end}, in order
+    std::size_t retracted = 0;           // bytes retracted in all
+    bool done = false;
+    nlohmann::json record;  // when done
+  };
+  // Waits until the text grew past `text_seen`, there are more than `events_seen` events, the
+  // retraction count differs from `retracted_seen`, the task is done, or `until`.
+  Snapshot wait(std::size_t text_seen, std::size_t events_seen, std::size_t retracted_seen,
+                std::chrono::steady_clock::time_point until);
+  // Waits until the task is done or `until`.
+  Snapshot wait_done(std::chrono::steady_clock::time_point until);
+  // Called once with the record when the task is done (at once when it already is), on the
+  // sink's thread: for a request whose client left, so that its end is still accounted.
+  void on_finish(std::function<void(const nlohmann::json&)> fn);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Snapshot s_;
+  std::function<void(const nlohmann::json&)> on_finish_;
+};
+
+class ServedPipeline {
+ public:
+  // Builds the pipeline (loads its models) and starts its run. Throws std::runtime_error
+  // naming the resource or stage that failed.
+  ServedPipeline(std::string name, graph::ValidatedPipeline spec, const graph::Registry& registry);
+  ~ServedPipeline();  // stop()
+  ServedPipeline(const ServedPipeline&) = delete;
+  ServedPipeline& operator=(const ServedPipeline&) = delete;
+
+  // Queues a task (its observer set to `ex`); the result arrives through ex->finish().
+  // Returns false when the pipeline has stopped.
+  bool submit(std::string id, nlohmann::json data, std::shared_ptr<Exchange> ex);
+  // Stops admission, cancels every queued task, waits for the run to end.
+  void stop();
+
+  const std::string& name() const { return name_; }
+  // The first stage that reads the task's file (ast.anchor, or one needing the `anchor`
+  // facet): a request without a file name cannot run here. Empty: none does.
+  const std::string& file_stage() const { return file_stage_; }
+  // The first model.gguf resource's path and device parameters, for /health.
+  const std::string& model_path() const { return model_path_; }
+  const std::string& device() const { return device_; }
+  // Non-empty when the run ended on its own (a fatal error): why.
+  std::string fatal() const;
+
+ private:
+  class RequestSource;
+  class ResultSink;
+
+  std::string name_;
+  std::string file_stage_, model_path_, device_;
+  std::unique_ptr<graph::Pipeline> pipeline_;
+  std::unique_ptr<RequestSource> source_;
+  std::unique_ptr<ResultSink> sink_;
+  graph::RunControl control_;
+  std::thread runner_;
+  mutable std::mutex mu_;
+  std::string fatal_;
+};
+
+}  // namespace vsynth::serve

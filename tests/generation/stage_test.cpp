@@ -728,7 +728,7 @@ const fs::path& tiny_draft(bool same_vocab) {
   return same_vocab ? same : other;
 }
 
-TEST_CASE("speculative: { drafter: model | self } keeps the output; bad drafts are clear errors",
+TEST_CASE("speculative: { drafter: model | self } keeps the output, and bad drafts are clear errors",
           "[generation][stage][speculation]") {
   const auto reg = vsynth::test::full_registry();
   auto yaml = [&](const std::string& spec, bool same_vocab = true) {

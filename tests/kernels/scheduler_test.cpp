@@ -164,7 +164,7 @@ TEST_CASE("scheduler: a sequence destroyed while queued is removed", "[scheduler
   CHECK(st.tokens == 12);
 }
 
-TEST_CASE("scheduler: shutdown fails queued work; later calls run directly", "[scheduler]") {
+TEST_CASE("scheduler: shutdown fails queued work, later calls run directly", "[scheduler]") {
   auto m = tiny("gemma3");
   const int vocab = m->config().vocab_size;
   const auto p = toks(40, vocab, 5);

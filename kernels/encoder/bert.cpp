@@ -14,6 +14,7 @@
 #include "kernels/cpu/matvec.h"
 #include "kernels/encoder/bert_config.h"
 #include "kernels/encoder/bert_weights.h"
+#include "kernels/hash.h"
 #include "kernels/model/vec_math.h"
 
 namespace vsynth::kernels {
@@ -32,18 +33,15 @@ constexpr std::string_view kForwardVersion = "vsynth-bert-forward-1";
 // ---- Fingerprint: FNV-1a (64 bit) over what determines an embedding ----
 
 struct Fnv1a {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = kFnv1aOffset;
   void add(std::string_view bytes) {
-    for (const char ch : bytes) {
-      h ^= static_cast<unsigned char>(ch);
-      h *= 0x100000001b3ull;
-    }
+    h = fnv1a(h, bytes.data(), bytes.size());
     add_separator();
   }
   // Fields are length-delimited by a byte that the decimal/hex content never holds.
   void add_separator() {
-    h ^= 0xffu;
-    h *= 0x100000001b3ull;
+    const unsigned char sep = 0xffu;
+    h = fnv1a(h, &sep, 1);
   }
   std::string hex() const {
     static constexpr char kDigits[] = "0123456789abcdef";

@@ -4,15 +4,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/hash.h"
+
 namespace vsynth::kernels {
 
 namespace {
-
-uint64_t fnv1a(uint64_t h, const void* p, std::size_t n) {
-  const auto* b = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
-  return h;
-}
 
 std::string describe(const Model& m, const std::string& name) {
   return name + " (" + m.config().arch_name + ", vocabulary of " +
@@ -22,7 +18,7 @@ std::string describe(const Model& m, const std::string& name) {
 }  // namespace
 
 uint64_t vocab_hash(const Tokenizer& tok) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+  uint64_t h = kFnv1aOffset;
   for (TokenId t = 0; t < static_cast<TokenId>(tok.size()); ++t) {
     const std::string_view s = tok.text(t);
     const auto len = static_cast<uint64_t>(s.size());

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "kernels/hash.h"
 #include "kernels/sampler/model_drafter.h"
 #include "stages/facets/candidates.h"
 #include "stages/generation/extract.h"
@@ -25,11 +26,7 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser
 }  // namespace
 
 uint64_t candidate_seed(uint64_t seed, std::string_view task_id, int attempt, int candidate) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the id
-  for (char c : task_id) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
+  const uint64_t h = kernels::fnv1a(kernels::kFnv1aOffset, task_id.data(), task_id.size());
   return mix(mix(mix(seed ^ h) + static_cast<uint64_t>(attempt)) +
              static_cast<uint64_t>(candidate));
 }

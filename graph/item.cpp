@@ -19,6 +19,7 @@ nlohmann::json Item::to_record() const {
     r["exit"] = outcome_.port.empty() ? outcome_.stage : outcome_.stage + "." + outcome_.port;
   }
   if (!outcome_.error.empty()) r["error"] = outcome_.error;
+  if (!task_.bypass.empty()) r["skipped_stages"] = task_.bypass;
   if (!feedback_.empty()) {
     auto& fb = r["feedback"] = nlohmann::json::array();
     for (const auto& f : feedback_) {

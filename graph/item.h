@@ -42,6 +42,11 @@ struct Task {
   // Someone waiting on this task (vsynth serve's request): stage events, streamed text,
   // cancellation (graph/observer.h). Null in batch runs; never part of the record.
   std::shared_ptr<Observer> observer = {};
+  // Stages this task skips: each lets the item through its default port without running.
+  // Built with graph::bypass_closure (graph/bypass.h), so that no stage left to run needs a
+  // facet only a skipped one provides; names no stage has never match. The record lists them
+  // as `skipped_stages`.
+  std::vector<std::string> bypass = {};
 };
 
 // What a stage said when it sent the item back over a back edge (a failing test, a

@@ -59,6 +59,7 @@ void StageMetrics::reset() {
     s.started = 0;
     s.processed = 0;
     s.errors = 0;
+    s.bypassed = 0;
     s.sum_ns = 0;
     for (auto& p : s.ports) p = 0;
     for (auto& b : s.buckets) b = 0;
@@ -86,6 +87,16 @@ void StageMetrics::started() {
   else
     bump(s.queued, int64_t{-1});
   bump(s.started, int64_t{1});
+}
+
+// Leaves the queue like started(), but neither runs nor times anything.
+void StageMetrics::bypassed() {
+  Shard& s = mine();
+  if (exact_queue_)
+    exact_queued_.fetch_sub(1, std::memory_order_relaxed);
+  else
+    bump(s.queued, int64_t{-1});
+  bump(s.bypassed, int64_t{1});
 }
 
 void StageMetrics::finished(int64_t ns) {
@@ -121,6 +132,11 @@ uint64_t StageMetrics::processed() const {
 uint64_t StageMetrics::errors() const {
   return static_cast<uint64_t>(
       sum([](const Shard& s) -> const std::atomic<int64_t>& { return s.errors; }));
+}
+
+uint64_t StageMetrics::bypassed_count() const {
+  return static_cast<uint64_t>(
+      sum([](const Shard& s) -> const std::atomic<int64_t>& { return s.bypassed; }));
 }
 
 uint64_t StageMetrics::port_count(uint32_t port) const {

@@ -36,6 +36,7 @@ class StageMetrics {
   void started();             // the stage took an item from its queue
   void finished(int64_t ns);  // ... and is done with it after `ns`
   void errored();             // the item failed inside the stage
+  void bypassed();            // the stage let an item pass without running (Task::bypass)
   void left_through(uint32_t port);
 
   // --- readers (sums over shards; approximate while the run is moving) ---
@@ -44,6 +45,7 @@ class StageMetrics {
   int64_t max_queued() const { return max_queued_.load(std::memory_order_relaxed); }
   uint64_t processed() const;
   uint64_t errors() const;
+  uint64_t bypassed_count() const;
   uint64_t port_count(uint32_t port) const;
   double percentile_ns(double q) const;  // q in [0, 1]
   double mean_ns() const;
@@ -54,7 +56,7 @@ class StageMetrics {
   static constexpr int kShards = 32;  // the last one is shared by threads beyond the others
 
   struct alignas(64) Shard {
-    std::atomic<int64_t> queued{0}, started{0}, processed{0}, errors{0}, sum_ns{0};
+    std::atomic<int64_t> queued{0}, started{0}, processed{0}, errors{0}, bypassed{0}, sum_ns{0};
     std::array<std::atomic<uint64_t>, kMaxPorts> ports{};
     std::array<std::atomic<uint32_t>, kBuckets> buckets{};
   };
@@ -76,7 +78,7 @@ class StageMetrics {
 struct StageSnapshot {
   std::string name;
   std::string kind;
-  uint64_t processed = 0, errors = 0;
+  uint64_t processed = 0, errors = 0, bypassed = 0;
   int64_t queued = 0, in_flight = 0, max_queued = 0;
   double p50_ms = 0, p95_ms = 0, p99_ms = 0, mean_ms = 0;
   std::vector<std::pair<std::string, uint64_t>> ports;

@@ -281,7 +281,23 @@ struct PipelineImpl {
     if (Observer* obs = item->task().observer.get()) obs->on_stage(stage, e);
   }
 
+  // The task skips this stage (Task::bypass, graph/bypass.h): the item leaves through the
+  // stage's default port untouched, without a span or a latency sample.
+  bool bypasses(std::size_t stage, const Item& item) const {
+    const std::vector<std::string>& b = item.task().bypass;
+    return !b.empty() && std::find(b.begin(), b.end(), stage_names[stage]) != b.end();
+  }
+
+  void pass_by(std::size_t stage) {
+    p.metrics_[stage]->bypassed();
+    started(stage);  // it left the queue, as begin() would count it
+  }
+
   ItemPtr run_sync(std::size_t stage, SyncStage& s, const ItemPtr& item) {
+    if (bypasses(stage, *item)) {
+      pass_by(stage);
+      return route(stage, item, 0) ? item : nullptr;
+    }
     begin(stage);
     if (cancelled_at(stage, item)) return nullptr;
     notify(item, stage_names[stage], StageEvent::Begin);
@@ -309,6 +325,12 @@ struct PipelineImpl {
   }
 
   void start_async(std::size_t stage, AsyncStage& s, const ItemPtr& item, ANode::gateway_type& gw) {
+    if (bypasses(stage, *item)) {
+      pass_by(stage);
+      item->pending_port_ = 0;
+      gw.try_put(item);  // to the router, as a completion would
+      return;
+    }
     begin(stage);
     if (cancelled_at(stage, item)) return;
     notify(item, stage_names[stage], StageEvent::Begin);
@@ -633,6 +655,7 @@ std::vector<StageSnapshot> Pipeline::metrics() const {
     s.kind = c.kind;
     s.processed = m.processed();
     s.errors = m.errors();
+    s.bypassed = m.bypassed_count();
     s.queued = m.queued();
     s.in_flight = m.in_flight();
     s.max_queued = m.max_queued();

@@ -80,6 +80,12 @@ class Gate : public SyncStage {
   }
 };
 
+// test.fail_default: sends every item out through its first port.
+class FirstPort : public SyncStage {
+ public:
+  Port process(Item&) override { return 0; }
+};
+
 // test.throw: throws for ids ending in an odd digit.
 class Throw : public SyncStage {
  public:
@@ -281,6 +287,11 @@ void register_test_kinds(Registry& r) {
     c.concurrency = Concurrency::unlimited();
     c.params = {P::integer("release_after", 8, 1, 100000, "items to hold before releasing")};
     r.add_stage(c, [](const StageContext& ctx) { return std::make_unique<AsyncHold>(ctx); });
+  }
+  {
+    // Its default port is a failure port (items that leave by it count as failed).
+    Contract c = base("test.fail_default", {{"fail", "always", true}, {"ok", "never", false}});
+    r.add_stage(c, [](const StageContext&) { return std::make_unique<FirstPort>(); });
   }
   {
     Contract c = base("test.async_drop");

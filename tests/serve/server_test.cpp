@@ -69,7 +69,6 @@ TEST_CASE("malformed JSON and wrong types and oversized bodies get a 4xx naming 
       {"/infill", R"({"input_prefix": "a", "n_predict": -2})", 400, "n_predict"},
       {"/completion", R"({"prompt": "a", "cache_prompt": "yes"})", 400, "cache_prompt"},
       {"/v1/tasks", R"({"id": 3, "prefix": "a"})", 400, "id"},
-      {"/v1/completions", R"({"prompt": "x", "model": "ctx"})", 400, "file"},
       {"/v1/completions", std::string(serve::default_config().max_body_bytes + 1, ' '), 413,
        "body"},
   };
@@ -256,6 +255,29 @@ TEST_CASE("a pipeline with context stages runs when the request names its file",
   CHECK(b["model"] == "ctx");
   CHECK(b["vsynth"]["context"].get<std::string>().rfind("used", 0) == 0);
   CHECK(b["vsynth"]["status"] == "gen.ok");
+}
+
+TEST_CASE("a request without a file skips the context stages and says so", "[serve]") {
+  TestServer& s = tiny_server();
+  json req = completion("def f(a, b):\n    return ", 6, 0.0, 0);
+  req["suffix"] = "\n";
+  req["model"] = "ctx";
+  const auto r = post(s, "/v1/completions", req.dump());
+  REQUIRE(r);
+  INFO(r->body);
+  REQUIRE(r->status == 200);
+  const json b = json::parse(r->body);
+  CHECK(b["vsynth"]["context"].get<std::string>().rfind("skipped", 0) == 0);
+  CHECK(b["vsynth"]["skipped_stages"] == json::array({"anchor"}));
+  CHECK(b["vsynth"]["status"] == "gen.ok");
+  // Without its context stages the pipeline is the plain one: the same greedy text.
+  req["model"] = "gen";
+  const auto plain = post(s, "/v1/completions", req.dump());
+  REQUIRE(plain);
+  REQUIRE(plain->status == 200);
+  const json pb = json::parse(plain->body);
+  CHECK_FALSE(pb["vsynth"].contains("skipped_stages"));
+  CHECK(b["choices"][0]["text"] == pb["choices"][0]["text"]);
 }
 
 TEST_CASE("/health and /v1/models and /metrics answer", "[serve]") {

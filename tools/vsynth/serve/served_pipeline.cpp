@@ -140,12 +140,13 @@ bool reads_file(const graph::ResolvedStage& s) {
 ServedPipeline::ServedPipeline(std::string name, graph::ValidatedPipeline spec,
                                const graph::Registry& registry)
     : name_(std::move(name)) {
+  std::vector<std::string> readers;
   for (const auto& s : spec.stages) {
-    if (reads_file(s)) {
-      file_stage_ = s.name + " (" + s.kind->contract.kind + ")";
-      break;
-    }
+    if (!reads_file(s)) continue;
+    if (file_stage_.empty()) file_stage_ = s.name + " (" + s.kind->contract.kind + ")";
+    readers.push_back(s.name);
   }
+  if (!readers.empty()) fileless_ = graph::bypass_closure(spec, readers);
   for (const auto& r : spec.resources) {
     if (r.kind->contract.kind != "model.gguf") continue;
     if (r.params.has("path")) model_path_ = r.params.string("path");
@@ -166,9 +167,11 @@ ServedPipeline::~ServedPipeline() {
   stop();
 }
 
-bool ServedPipeline::submit(std::string id, nlohmann::json data, std::shared_ptr<Exchange> ex) {
+bool ServedPipeline::submit(std::string id, nlohmann::json data, std::shared_ptr<Exchange> ex,
+                            bool fileless) {
   graph::Task t{std::move(id), std::move(data)};
   t.observer = std::move(ex);
+  if (fileless) t.bypass = fileless_.stages;
   return source_->push(std::move(t));
 }
 

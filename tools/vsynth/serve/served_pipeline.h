@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "graph/bypass.h"
 #include "graph/observer.h"
 #include "graph/pipeline.h"
 
@@ -66,14 +67,19 @@ class ServedPipeline {
 
   // Queues a task (its observer set to `ex`); the result arrives through ex->finish().
   // Returns false when the pipeline has stopped.
-  bool submit(std::string id, nlohmann::json data, std::shared_ptr<Exchange> ex);
+  // `fileless`: the request names no file, so the task skips fileless_bypass().
+  bool submit(std::string id, nlohmann::json data, std::shared_ptr<Exchange> ex,
+              bool fileless = false);
   // Stops admission, cancels every queued task, waits for the run to end.
   void stop();
 
   const std::string& name() const { return name_; }
   // The first stage that reads the task's file (ast.anchor, or one needing the `anchor`
-  // facet): a request without a file name cannot run here. Empty: none does.
+  // facet): a request without a file name skips it (fileless_bypass). Empty: none does.
   const std::string& file_stage() const { return file_stage_; }
+  // What a request without a file skips: the stages that read the file and those that need
+  // what only they produce (graph::bypass_closure); or why they cannot be skipped.
+  const graph::BypassPlan& fileless_bypass() const { return fileless_; }
   // The first model.gguf resource's path and device parameters, for /health.
   const std::string& model_path() const { return model_path_; }
   const std::string& device() const { return device_; }
@@ -86,6 +92,7 @@ class ServedPipeline {
 
   std::string name_;
   std::string file_stage_, model_path_, device_;
+  graph::BypassPlan fileless_;
   std::unique_ptr<graph::Pipeline> pipeline_;
   std::unique_ptr<RequestSource> source_;
   std::unique_ptr<ResultSink> sink_;

@@ -185,6 +185,7 @@ ResultInfo Server::result_info(const std::string& task_id, const ServedPipeline&
               {"finish", r.finish},
               {"context", context}};
   if (record.contains("error")) r.vsynth["error"] = record["error"];
+  if (record.contains("skipped_stages")) r.vsynth["skipped_stages"] = record["skipped_stages"];
   return r;
 }
 
@@ -249,17 +250,25 @@ void Server::generate(Endpoint e, const httplib::Request& req, httplib::Response
         fmt::format("model `{}` names no served pipeline (served: {})", pr.model, names), "model",
         tenant->name);
   }
-  if (!p->file_stage().empty() && !pr.has_file) {
+  const bool fileless = !p->file_stage().empty() && !pr.has_file;
+  if (fileless && !p->fileless_bypass().error.empty()) {
     return answer_error(
         e, req, res, 400,
-        fmt::format("pipeline `{}` reads the file around the cursor (stage {}): name the file "
-                    "with `file` (Tabby: `filepath`), or choose a pipeline without context "
-                    "stages with `model`",
-                    p->name(), p->file_stage()),
+        fmt::format("pipeline `{}` reads the file around the cursor (stage {}) and cannot run "
+                    "without it ({}): name the file with `file` (Tabby: `filepath`), or choose "
+                    "a pipeline without context stages with `model`",
+                    p->name(), p->file_stage(), p->fileless_bypass().error),
         "file", tenant->name);
   }
-  const std::string context = p->file_stage().empty() ? "none: the pipeline has no context stages"
-                                                      : "used: stage " + p->file_stage();
+  std::string context;
+  if (p->file_stage().empty()) {
+    context = "none: the pipeline has no context stages";
+  } else if (fileless) {
+    context = fmt::format("skipped: the request names no file (stages {} skipped)",
+                          fmt::join(p->fileless_bypass().stages, ", "));
+  } else {
+    context = "used: stage " + p->file_stage();
+  }
 
   auto st = std::make_shared<Stream>();
   st->endpoint = e;
@@ -331,7 +340,7 @@ void Server::generate(Endpoint e, const httplib::Request& req, httplib::Response
     std::erase_if(live_, [](const std::weak_ptr<Exchange>& w) { return w.expired(); });
     live_.push_back(st->ex);
   }
-  if (stopping_ || !p->submit(st->task_id, std::move(data), st->ex)) {
+  if (stopping_ || !p->submit(st->task_id, std::move(data), st->ex, fileless)) {
     return answer_error(e, req, res, 503, "the server is stopping", "", tenant->name);
   }
   if (pr.stream) return stream(st, res);

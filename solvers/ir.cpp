@@ -153,6 +153,16 @@ Expr promote(const Expr& e, Sort to) {
   return e;
 }
 
+// Python's bool is an int subclass: True + True == 2, (a > b) < 1, abs(False) == 0. A Bool
+// operand of arithmetic or of an ordering comparison becomes `1 if b else 0`, marked implicit
+// so that the printer writes the bare operand back (the same Python, the same value).
+Expr bool_as_int(const Expr& e) {
+  if (e->sort != Sort::Bool) return e;
+  auto n = std::make_shared<Node>(*ir::ite(e, ir::int_lit(1), ir::int_lit(0)));
+  n->implicit = true;
+  return n;
+}
+
 Sort join_numeric(const std::vector<Expr>& args) {
   for (const auto& a : args)
     if (a->sort == Sort::Real) return Sort::Real;
@@ -162,6 +172,7 @@ Sort join_numeric(const std::vector<Expr>& args) {
 // Arithmetic on Int/Real with promotion; `int_only` for C's truncating operators.
 Expr arith(Op op, std::vector<Expr> args, bool int_only = false) {
   for (const auto& a : args) require_nonnull(a, op);
+  for (auto& a : args) a = bool_as_int(a);
   Sort joined = join_numeric(args);
   if (op == Op::Div) joined = Sort::Real;
   if (auto p = poisoned(op, joined, args)) return *p;
@@ -186,6 +197,14 @@ Expr compare(Op op, Expr a, Expr b) {
   std::vector<Expr> args{a, b};
   if (auto p = poisoned(op, Sort::Bool, args)) return *p;
   const bool equality = op == Op::Eq || op == Op::Ne;
+  // bool against a number (`(a > b) == 1`), or two bools ordered (`p < q`): compared as ints.
+  const bool bool_vs_number =
+      (a->sort == Sort::Bool && numeric(b->sort)) || (b->sort == Sort::Bool && numeric(a->sort));
+  if (bool_vs_number || (!equality && a->sort == Sort::Bool && b->sort == Sort::Bool)) {
+    a = bool_as_int(a);
+    b = bool_as_int(b);
+    args = {a, b};
+  }
   if (numeric(a->sort) && numeric(b->sort)) {
     Sort j = join_numeric(args);
     return make(op, Sort::Bool, {promote(a, j), promote(b, j)});
@@ -418,6 +437,7 @@ Expr max(std::vector<Expr> args) {
 
 Expr to_real(Expr a) {
   require_nonnull(a, Op::ToReal);
+  a = bool_as_int(a);
   if (auto p = poisoned(Op::ToReal, Sort::Real, {a})) return *p;
   if (a->sort == Sort::Real) return a;
   if (a->sort != Sort::Int) sort_error(Op::ToReal, {a}, "the operand must be int or float");
@@ -426,6 +446,7 @@ Expr to_real(Expr a) {
 
 Expr to_int(Expr a) {
   require_nonnull(a, Op::ToInt);
+  a = bool_as_int(a);
   if (auto p = poisoned(Op::ToInt, Sort::Int, {a})) return *p;
   if (a->sort == Sort::Int) return a;
   if (a->sort != Sort::Real) sort_error(Op::ToInt, {a}, "the operand must be int or float");
@@ -435,6 +456,8 @@ Expr to_int(Expr a) {
 Expr pow(Expr a, Expr n) {
   require_nonnull(a, Op::Mul);
   require_nonnull(n, Op::Mul);
+  a = bool_as_int(a);
+  n = bool_as_int(n);
   if (a->sort == Sort::Opaque || n->sort == Sort::Opaque || !numeric(a->sort) ||
       !numeric(n->sort)) {
     if (a->sort == Sort::Bool || n->sort == Sort::Bool || a->sort == Sort::IntSeq ||

@@ -210,6 +210,7 @@ class Printer {
         prec = kOr;
         return "not " + print(e->args[0], kNot) + " or " + print(e->args[1], kAnd);
       case Op::Ite:
+        if (e->implicit) return body(e->args[0], prec);  // a bool used as an int
         prec = kTernary;
         return print(e->args[1], kOr) + " if " + print(e->args[0], kOr) + " else " +
                print(e->args[2], kTernary);

@@ -80,22 +80,23 @@ void StageMetrics::enqueued() {
   }
 }
 
-void StageMetrics::started() {
-  Shard& s = mine();
+void StageMetrics::dequeued(Shard& s) {
   if (exact_queue_)
     exact_queued_.fetch_sub(1, std::memory_order_relaxed);
   else
     bump(s.queued, int64_t{-1});
+}
+
+void StageMetrics::started() {
+  Shard& s = mine();
+  dequeued(s);
   bump(s.started, int64_t{1});
 }
 
 // Leaves the queue like started(), but neither runs nor times anything.
 void StageMetrics::bypassed() {
   Shard& s = mine();
-  if (exact_queue_)
-    exact_queued_.fetch_sub(1, std::memory_order_relaxed);
-  else
-    bump(s.queued, int64_t{-1});
+  dequeued(s);
   bump(s.bypassed, int64_t{1});
 }
 

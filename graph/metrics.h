@@ -63,6 +63,7 @@ class StageMetrics {
 
   static int bucket_of(int64_t ns);
   Shard& mine();
+  void dequeued(Shard& s);  // an item left the queue (started or bypassed)
   template <class T>
   void bump(std::atomic<T>& counter, T by);
   template <class F>

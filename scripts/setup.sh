@@ -14,7 +14,7 @@ apt_packages=(
   clang libclang-rt-14-dev
   libtbb-dev libyaml-cpp-dev libz3-dev libtree-sitter-dev libhnswlib-dev catch2
   nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libcpp-httplib-dev
-  bubblewrap curl
+  bubblewrap curl libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -123,6 +123,7 @@ void JsonlSource::check_all() {
                                    entry->id, it->second));
       continue;
     }
+    if (entry->owner == opt_.shard.index) ++own_;
     entries_.push_back(std::move(*entry));
   }
   if (!errors.empty()) {
@@ -151,6 +152,7 @@ std::optional<JsonlSource::Entry> JsonlSource::check_line(Line& line, std::size_
       return std::nullopt;
     }
     entry.id = std::move(*id);
+    entry.owner = shard_of(entry.id, opt_.shard.count);  // no path to read: its id decides
     entry.refused = refusal("task is", bytes_text(line.length), "max_task_bytes",
                             bytes_text(opt_.limits.task_bytes)) +
                     at_line;
@@ -185,11 +187,13 @@ std::optional<JsonlSource::Entry> JsonlSource::check_line(Line& line, std::size_
     return std::nullopt;
   }
 
-  // Phase 3: the per-file limits, on the parsed task.
+  // Phase 3: the owning shard, then the per-file limits, on the parsed task (another shard's
+  // task is checked the same, so all shards refuse the same input, but its text is not kept).
+  entry.owner = shard_of(shard_key(j, entry.id, opt_.shard.key), opt_.shard.count);
   entry.refused = over_file_limits(j);
   if (!entry.refused.empty()) {
     entry.refused += at_line;
-  } else if (!seekable_) {
+  } else if (!seekable_ && entry.owner == opt_.shard.index) {
     entry.text = std::move(line.text);
   }
   return entry;
@@ -246,7 +250,15 @@ std::string JsonlSource::read_back(const Entry& e) const {
   return text;
 }
 
+std::vector<TaskOwner> JsonlSource::assignment() const {
+  std::vector<TaskOwner> out;
+  out.reserve(entries_.size());
+  for (const Entry& e : entries_) out.push_back({e.id, e.owner});
+  return out;
+}
+
 std::optional<graph::Task> JsonlSource::next() {
+  while (next_ < entries_.size() && entries_[next_].owner != opt_.shard.index) ++next_;
   if (next_ >= entries_.size()) return std::nullopt;
   Entry& e = entries_[next_++];
   if (!e.refused.empty()) {
@@ -263,7 +275,7 @@ std::optional<graph::Task> JsonlSource::next() {
         "was checked); run on a file nothing else writes to",
         opt_.path, e.line, e.id));
   }
-  return graph::Task{std::move(e.id), std::move(j)};
+  return graph::Task{e.id, std::move(j)};  // a copy: assignment() still names it
 }
 
 graph::Contract jsonl_source_contract() {
@@ -294,6 +306,12 @@ graph::Contract jsonl_source_contract() {
                        "as context.deps reads them"),
       graph::P::string("source_field", "/source",
                        "JSON pointer to a task's own file text, as ast.anchor reads it"),
+      graph::P::string("shard", "0/1",
+                       "I/N: run only the tasks whose key hashes to shard I of N (every line is "
+                       "still checked); `vsynth run --shard` and MPI launches set it"),
+      graph::P::choice("shard_by", "file", {"file", "id"},
+                       "the key the shard is chosen by: `file` (the task's `path`, else its id: "
+                       "one file's tasks meet on one process, with its caches warm) or `id`"),
   };
   return c;
 }

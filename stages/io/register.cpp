@@ -1,5 +1,7 @@
 #include "stages/io/register.h"
 
+#include <stdexcept>
+
 #include "stages/io/jsonl_sink.h"
 #include "stages/io/jsonl_source.h"
 
@@ -14,6 +16,11 @@ void register_stages(graph::Registry& registry) {
     o.limits.files = static_cast<uint64_t>(ctx.params.integer("max_files"));
     o.files_field = ctx.params.string("files_field");
     o.source_field = ctx.params.string("source_field");
+    std::string error;
+    const auto shard = parse_shard(ctx.params.string("shard"), error);
+    if (!shard) throw std::runtime_error("io.jsonl_source: " + error);
+    o.shard = *shard;
+    o.shard.key = *parse_shard_key(ctx.params.string("shard_by"));  // an Enum: checked
     return std::make_unique<JsonlSource>(std::move(o));
   });
   registry.add_stage(jsonl_sink_contract(), [](const graph::StageContext& ctx) {

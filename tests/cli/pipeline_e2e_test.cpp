@@ -29,12 +29,16 @@
 #include <vector>
 
 #include "tests/cli/process.h"
+#include "tests/cli/records.h"
 #include "tests/test_skip.h"
 
 namespace fs = std::filesystem;
+using vsynth::test::by_id;
 using vsynth::test::exit_code;
+using vsynth::test::read_records;
 using vsynth::test::slurp;
 using vsynth::test::wait_code;
+using vsynth::test::without_timings;
 using json = nlohmann::json;
 
 namespace {
@@ -147,57 +151,6 @@ Outcome run(const fs::path& pipeline, const fs::path& tasks, const fs::path& out
   r.out = slurp(o);
   r.err = slurp(e);
   return r;
-}
-
-// Every record of a results file, which must be valid JSONL: whole lines, each one object.
-std::vector<json> read_records(const fs::path& p) {
-  const std::string text = slurp(p);
-  INFO(p.string());
-  REQUIRE((text.empty() || text.back() == '\n'));  // no torn last record
-  std::vector<json> records;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    INFO(line);
-    json j = json::parse(line, nullptr, false);
-    REQUIRE(j.is_object());
-    records.push_back(std::move(j));
-  }
-  return records;
-}
-
-// Records by id; every task exactly once, nothing else.
-std::map<std::string, json> by_id(const std::vector<json>& records,
-                                  const std::vector<json>& tasks) {
-  std::map<std::string, json> m;
-  for (const json& r : records) {
-    const std::string id = r.at("id");
-    INFO(id);
-    CHECK(m.count(id) == 0);
-    m[id] = r;
-  }
-  std::set<std::string> want;
-  for (const json& t : tasks) want.insert(t.contains("id") ? t["id"] : t["task_id"]);
-  std::set<std::string> got;
-  for (const auto& [id, r] : m) got.insert(id);
-  CHECK(got == want);
-  return m;
-}
-
-// A record without what depends on the machine's speed (every `*_ms`, `ms`, `tokens_per_s`
-// and the constraint hook's timing statistics).
-json without_timings(json j) {
-  if (j.is_array()) {
-    for (auto& e : j) e = without_timings(std::move(e));
-  } else if (j.is_object()) {
-    json o = json::object();
-    for (auto& [k, v] : j.items()) {
-      const bool timing = k == "ms" || k == "tokens_per_s" ||
-                          (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0);
-      if (!timing) o[k] = without_timings(v);
-    }
-    return o;
-  }
-  return j;
 }
 
 // Facet `name` of attempt `a` (1-based) of a record: the final facets for the last attempt,

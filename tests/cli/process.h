@@ -55,6 +55,26 @@ inline pid_t spawn_vsynth(const std::vector<std::string>& args, const std::files
   return pid;
 }
 
+// Starts `program` (looked up on PATH) with args and extra environment variables; stdout and
+// stderr to files. Returns the pid (the child exits 127 when the program cannot be run).
+inline pid_t spawn_program(const std::string& program, const std::vector<std::string>& args,
+                           const std::vector<std::pair<std::string, std::string>>& env,
+                           const std::filesystem::path& out, const std::filesystem::path& err) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+    ::dup2(::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(program.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(program.c_str(), argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
 // A wait status as a shell reports it: the exit code, or 128 + the signal that ended it.
 inline int exit_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);

@@ -21,9 +21,21 @@ struct RunArgs {
   std::string metrics_json;  // per-stage metrics written here at the end, when set
   // The input's size limits (io.jsonl_source's max_task_bytes, ...); unset: the pipeline's.
   std::optional<int64_t> max_task_bytes, max_file_bytes, max_files;
+  std::string shard;     // "I/N": run one shard into OUTPUT.rank-I (no MPI)
+  std::string shard_by;  // "file" | "id"; empty: the source's
+  int threads = 0;       // TBB threads of this process; 0: all cores (MPI: shared per machine)
+};
+
+struct MergeArgs {
+  std::string output;
+  std::vector<std::string> parts;  // empty: OUTPUT.rank-* on disk
+  std::string input;               // the tasks: merge in their order, report missing ones
+  bool overwrite = false;          // drop the existing OUTPUT's records instead of keeping them
+  bool keep_parts = false;
 };
 
 int cmd_run(const graph::Registry& registry, const RunArgs& args);
+int cmd_merge(const MergeArgs& args);
 int cmd_validate(const graph::Registry& registry, const std::vector<std::string>& files);
 int cmd_stages(const graph::Registry& registry, const std::string& only);
 int cmd_dot(const graph::Registry& registry, const std::string& file);

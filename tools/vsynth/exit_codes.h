@@ -5,5 +5,6 @@ namespace vsynth::cli {
 inline constexpr int kExitOk = 0;             // ran to the end; every task has a result record
 inline constexpr int kExitUsage = 2;          // bad command line, pipeline file or input file
 inline constexpr int kExitRuntime = 3;        // a resource failed to build, I/O failed, fail_fast
+inline constexpr int kExitIncomplete = 4;     // vsynth merge: tasks of --input have no record
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C: in-flight items finished and written
 }  // namespace vsynth::cli

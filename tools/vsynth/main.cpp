@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "stages/io/shard.h"
 #include "stages/register_all.h"
 #include "tools/vsynth/commands.h"
 #include "tools/vsynth/exit_codes.h"
@@ -26,7 +27,9 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--resume", run.resume, "continue an existing output, skipping finished ids");
   run_cmd->add_flag("--overwrite", run.overwrite, "replace an existing output");
   run_cmd->add_option("--trace", run.trace, "write a Chrome-trace/Perfetto JSON of every span");
-  run_cmd->add_option("--metrics-json", run.metrics_json, "write per-stage and per-resource metrics as JSON ({stages: [...], resources: [...]})");
+  run_cmd->add_option(
+      "--metrics-json", run.metrics_json,
+      "write per-stage and per-resource metrics as JSON ({stages: [...], resources: [...]})");
   run_cmd->add_flag("-q,--quiet", run.quiet, "no progress output");
   constexpr int64_t kTiB = int64_t{1} << 40;
   run_cmd
@@ -41,7 +44,28 @@ int main(int argc, char** argv) {
       ->add_option("--max-files", run.max_files,
                    "refuse a task holding more project files (default 10000)")
       ->check(CLI::Range(int64_t{0}, kTiB));
+  run_cmd
+      ->add_option("--shard", run.shard,
+                   "I/N: run only shard I of N (tasks by file hash) into OUTPUT.rank-I, for job "
+                   "arrays without MPI; join the parts with `vsynth merge OUTPUT`")
+      ->check([](const std::string& s) {
+        std::string error;
+        return stages::io::parse_shard(s, error) ? std::string() : error;
+      });
+  run_cmd
+      ->add_option("--shard-by", run.shard_by,
+                   "what picks a task's shard (MPI or --shard): file (its `path`, default: one "
+                   "file's tasks share a process and its caches) or id")
+      ->check(CLI::IsMember({"file", "id"}));
+  run_cmd
+      ->add_option("--threads", run.threads,
+                   "threads this process may use (default: every core; under MPI the cores "
+                   "shared among the machine's ranks)")
+      ->check(CLI::Range(1, 4096));
   run_cmd->footer(
+      "Under mpirun (mpirun -np N vsynth run ...) each rank runs the tasks whose key hashes to "
+      "it into OUTPUT.rank-K and rank 0 merges the parts into OUTPUT at the end; --resume "
+      "after a failed job runs only what is missing (docs/scale-out.md). "
       "Exit codes: 0 ran to the end (every task has a record, whatever its verdict; a task over "
       "a size limit has a failed one); 2 bad command line, pipeline or input (--input and "
       "--output the same file, --output a directory or an existing file without --resume or "
@@ -49,6 +73,24 @@ int main(int argc, char** argv) {
       "unwritable or in use by another run, a write failed and the file was cut back to its "
       "last whole record; fail_fast); 130 interrupted (finished items written; rerun with "
       "--resume).");
+
+  cli::MergeArgs merge;
+  auto* merge_cmd = app.add_subcommand(
+      "merge", "Join the parts of a sharded job (OUTPUT.rank-K) into OUTPUT, each task once");
+  merge_cmd->add_option("output", merge.output, "the job's --output")->required();
+  merge_cmd->add_option("--parts", merge.parts, "the parts (default: OUTPUT.rank-* on disk)");
+  merge_cmd->add_option("-i,--input", merge.input,
+                        "the job's tasks: write in their order and name any without a record");
+  merge_cmd->add_flag("--overwrite", merge.overwrite,
+                      "drop the records OUTPUT already holds (default: keep those the parts do "
+                      "not replace)");
+  merge_cmd->add_flag("--keep-parts", merge.keep_parts, "leave the parts on disk after merging");
+  merge_cmd->footer(
+      "A record in a part replaces one of the same id in OUTPUT; between parts the lowest rank "
+      "wins. OUTPUT is replaced in one rename, so it is whole at every moment. Exit codes: 0 "
+      "merged (every task has a record when --input is given); 2 bad command line, a part or "
+      "OUTPUT is not a results file; 3 I/O failed, or a part is still being written; 4 merged, "
+      "but tasks of --input have no record (listed).");
 
   std::vector<std::string> validate_files;
   auto* validate_cmd =
@@ -180,6 +222,7 @@ int main(int argc, char** argv) {
     return cli::cmd_generate(gen);
   }
   if (*index_cmd) return cli::cmd_index(idx);
+  if (*merge_cmd) return cli::cmd_merge(merge);
   graph::Registry registry;
   stages::register_all(registry);
   if (*run_cmd) return cli::cmd_run(registry, run);

@@ -1,10 +1,12 @@
 // `vsynth run`: load + validate the pipeline, build resources and stages, stream tasks through,
-// report progress, print the summary. Ctrl-C stops admission and lets in-flight items finish
+// report progress, print the summary. Under mpirun, or with --shard, the run is one part of a
+// scaled-out job (scale/). Ctrl-C stops admission and lets in-flight items finish
 // and be written; a second Ctrl-C exits at once (records already written stay whole).
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <tbb/global_control.h>
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -12,13 +14,19 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "graph/pipeline.h"
 #include "graph/validate.h"
 #include "stages/io/jsonl_sink.h"
+#include "stages/io/shard.h"
 #include "tools/vsynth/commands.h"
 #include "tools/vsynth/exit_codes.h"
 #include "tools/vsynth/progress.h"
+#include "tools/vsynth/run_steps.h"
+#include "tools/vsynth/scale/launch.h"
+#include "tools/vsynth/scale/parts.h"
+#include "tools/vsynth/scale/scaled_run.h"
 #include "tools/vsynth/scoped_signals.h"
 
 namespace vsynth::cli {
@@ -122,8 +130,67 @@ std::string file_clash(const std::vector<std::pair<const char*, std::string>>& f
   return {};
 }
 
-bool write_metrics(const std::string& path, const std::vector<graph::StageSnapshot>& metrics,
-                   const std::vector<graph::ResourceSnapshot>& resources) {
+// A sink that also counts ids finished in other files as done (a scaled-out job resumed: the
+// merged output and the other ranks' parts), so the runner skips them as it skips its own.
+class ExcludingSink : public graph::Sink {
+ public:
+  ExcludingSink(std::unique_ptr<graph::Sink> inner, std::set<std::string, std::less<>> done)
+      : inner_(std::move(inner)), done_(std::move(done)) {}
+  void write(const graph::Item& item) override { inner_->write(item); }
+  bool contains(std::string_view id) const override {
+    return inner_->contains(id) || done_.find(id) != done_.end();
+  }
+  std::size_t already_done() const override { return inner_->already_done(); }
+  void flush() override { inner_->flush(); }
+
+ private:
+  std::unique_ptr<graph::Sink> inner_;
+  std::set<std::string, std::less<>> done_;
+};
+
+// The command line's say over the source and sink parameters.
+void endpoint_overrides(const RunArgs& args, const RunPlan& plan,
+                        std::vector<std::pair<std::string, std::string>>& in_params,
+                        std::vector<std::pair<std::string, std::string>>& out_params) {
+  if (!args.input.empty()) in_params.emplace_back("path", args.input);
+  if (!plan.shard.empty()) in_params.emplace_back("shard", plan.shard);
+  if (!args.shard_by.empty()) in_params.emplace_back("shard_by", args.shard_by);
+  if (args.max_task_bytes)
+    in_params.emplace_back("max_task_bytes", std::to_string(*args.max_task_bytes));
+  if (args.max_file_bytes)
+    in_params.emplace_back("max_file_bytes", std::to_string(*args.max_file_bytes));
+  if (args.max_files) in_params.emplace_back("max_files", std::to_string(*args.max_files));
+  if (!plan.output.empty()) out_params.emplace_back("path", plan.output);
+  if (args.resume) out_params.emplace_back("resume", "true");
+  if (args.overwrite) out_params.emplace_back("overwrite", "true");
+}
+
+// One-process sharded runs write a part; the hint says how the parts become one output.
+void print_shard_hint(const RunArgs& args, const RunPlan& plan) {
+  if (args.quiet || plan.shard.empty()) return;
+  std::cerr << fmt::format(
+      "shard {} written to `{}`; when every shard has finished: vsynth merge {}{}\n", plan.shard,
+      plan.output, args.output, args.input.empty() ? "" : " --input " + args.input);
+}
+
+}  // namespace
+
+int interrupts_received() {
+  return g_signals.load();
+}
+
+void (*interrupt_handler())(int) {
+  return on_interrupt;
+}
+
+std::shared_ptr<void> limit_threads(int threads) {
+  if (threads <= 0) return nullptr;
+  return std::make_shared<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                               static_cast<std::size_t>(threads));
+}
+
+std::string metrics_document(const std::vector<graph::StageSnapshot>& metrics,
+                             const std::vector<graph::ResourceSnapshot>& resources) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : metrics) {
     stages.push_back({{"stage", s.name},
@@ -142,39 +209,25 @@ bool write_metrics(const std::string& path, const std::vector<graph::StageSnapsh
     for (const auto& c : r.counters) counters[c.name] = c.value;
     res.push_back({{"resource", r.name}, {"kind", r.kind}, {"counters", counters}});
   }
-  const nlohmann::json j = {{"stages", stages}, {"resources", res}};
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
-  out.close();
-  return static_cast<bool>(out);
+  return nlohmann::json{{"stages", stages}, {"resources", res}}.dump(2) + "\n";
 }
 
-// The command line's say over the source and sink parameters.
-void endpoint_overrides(const RunArgs& args,
-                        std::vector<std::pair<std::string, std::string>>& in_params,
-                        std::vector<std::pair<std::string, std::string>>& out_params) {
-  if (!args.input.empty()) in_params.emplace_back("path", args.input);
-  if (args.max_task_bytes)
-    in_params.emplace_back("max_task_bytes", std::to_string(*args.max_task_bytes));
-  if (args.max_file_bytes)
-    in_params.emplace_back("max_file_bytes", std::to_string(*args.max_file_bytes));
-  if (args.max_files) in_params.emplace_back("max_files", std::to_string(*args.max_files));
-  if (!args.output.empty()) out_params.emplace_back("path", args.output);
-  if (args.resume) out_params.emplace_back("resume", "true");
-  if (args.overwrite) out_params.emplace_back("overwrite", "true");
-}
-
-int report(const RunArgs& args, const graph::Pipeline& pipeline, const graph::RunResult& result,
-           ProgressReporter& progress) {
+int report_run(const RunArgs& args, const graph::Pipeline& pipeline, const graph::RunResult& result,
+               ProgressReporter& progress) {
   progress.finish(result);
   const auto metrics = pipeline.metrics();
   const auto resources = pipeline.resource_counters();
   if (!args.quiet) std::cout << summary_table(metrics, result, resources);
   int code = kExitOk;
-  if (!args.metrics_json.empty() && !write_metrics(args.metrics_json, metrics, resources)) {
-    std::cerr << fmt::format("error: cannot write --metrics-json `{}`: {}\n", args.metrics_json,
-                             std::strerror(errno));
-    code = kExitRuntime;
+  if (!args.metrics_json.empty()) {
+    std::ofstream out(args.metrics_json);
+    out << metrics_document(metrics, resources);
+    out.close();
+    if (!out) {
+      std::cerr << fmt::format("error: cannot write --metrics-json `{}`: {}\n", args.metrics_json,
+                               std::strerror(errno));
+      code = kExitRuntime;
+    }
   }
   if (!result.fatal.empty()) {
     std::cerr << "error: " << result.fatal << "\n";
@@ -190,90 +243,128 @@ int report(const RunArgs& args, const graph::Pipeline& pipeline, const graph::Ru
   return code;
 }
 
-}  // namespace
-
-int cmd_run(const graph::Registry& registry, const RunArgs& args) {
-  // Phase 1: the pipeline and the command line.
-  std::optional<graph::ValidatedPipeline> spec;
+StepError load_spec(const graph::Registry& registry, const RunArgs& args, RunSetup& setup) {
   try {
-    spec = graph::load_pipeline(args.pipeline, registry);
+    setup.spec = graph::load_pipeline(args.pipeline, registry);
   } catch (const graph::SpecError& e) {
-    std::cerr << e.what();
-    return kExitUsage;
+    return {kExitUsage, e.what()};
   }
   if (args.resume && args.overwrite) {
-    std::cerr << "error: --resume and --overwrite contradict each other\n";
-    return kExitUsage;
+    return {kExitUsage, "error: --resume and --overwrite contradict each other\n"};
   }
-  if (!spec->source && args.input.empty()) {
-    std::cerr << "error: no input: pass --input tasks.jsonl (the pipeline declares no `source:`)\n";
-    return kExitUsage;
+  if (!setup.spec->source && args.input.empty()) {
+    return {kExitUsage,
+            "error: no input: pass --input tasks.jsonl (the pipeline declares no `source:`)\n"};
   }
-  if (!spec->sink && args.output.empty()) {
-    std::cerr
-        << "error: no output: pass --output results.jsonl (the pipeline declares no `sink:`)\n";
-    return kExitUsage;
+  if (!setup.spec->sink && args.output.empty()) {
+    return {kExitUsage,
+            "error: no output: pass --output results.jsonl (the pipeline declares no `sink:`)\n"};
   }
+  return {};
+}
 
-  // Phase 2: source and sink resolved, checked against each other, then built (the sink
-  // takes the output's lock, and may cut or empty it: nothing is touched before this).
+StepError build_endpoints(const graph::Registry& registry, const RunArgs& args, const RunPlan& plan,
+                          RunSetup& setup) {
   std::vector<std::pair<std::string, std::string>> in_params, out_params;
-  endpoint_overrides(args, in_params, out_params);
-  std::unique_ptr<graph::Source> source;
-  std::unique_ptr<graph::Sink> sink;
+  endpoint_overrides(args, plan, in_params, out_params);
   try {
     const auto in =
-        endpoint(registry, spec->source, "io.jsonl_source", graph::Role::Source, in_params);
-    const auto out = endpoint(registry, spec->sink, "io.jsonl_sink", graph::Role::Sink, out_params);
+        endpoint(registry, setup.spec->source, "io.jsonl_source", graph::Role::Source, in_params);
+    const auto out =
+        endpoint(registry, setup.spec->sink, "io.jsonl_sink", graph::Role::Sink, out_params);
     if (const std::string clash = file_clash({{"input", path_param(in)},
                                               {"output", path_param(out)},
                                               {"--trace", args.trace},
                                               {"--metrics-json", args.metrics_json}});
         !clash.empty()) {
-      std::cerr << "error: " << clash << "\n";
+      return {kExitUsage, "error: " + clash + "\n"};
+    }
+    setup.source = build_endpoint<graph::Source>(in);
+    setup.sink = build_endpoint<graph::Sink>(out);
+  } catch (const graph::SpecError& e) {
+    return {kExitUsage, e.what()};
+  } catch (const stages::io::OutputError& e) {
+    return {kExitRuntime, fmt::format("error: {}\n", e.what())};
+  } catch (const std::exception& e) {
+    return {kExitUsage, fmt::format("error: {}\n", e.what())};
+  }
+  if (!plan.done_elsewhere.empty()) {
+    setup.sink = std::make_unique<ExcludingSink>(std::move(setup.sink), plan.done_elsewhere);
+  }
+  return {};
+}
+
+StepError build_pipeline(const graph::Registry& registry, RunSetup& setup) {
+  try {
+    setup.pipeline = std::make_unique<graph::Pipeline>(std::move(*setup.spec), registry);
+  } catch (const std::exception& e) {
+    return {kExitRuntime, fmt::format("error: {}\n", e.what())};
+  }
+  return {};
+}
+
+StepError run_graph(const RunArgs& args, RunSetup& setup,
+                    const std::function<void(const graph::RunProgress&)>& on_progress,
+                    graph::RunResult& result) {
+  graph::RunControl control;
+  const ControlBinding binding(control);  // outlives the handlers below: they go first
+  const ScopedSignals interrupts({SIGINT, SIGTERM}, on_interrupt);
+  const ScopedSignals file_size({SIGXFSZ}, on_file_size_limit);
+  graph::RunOptions opts;
+  opts.trace_path = args.trace;
+  opts.on_progress = on_progress;
+  try {
+    result = setup.pipeline->run(*setup.source, *setup.sink, control, opts);
+  } catch (const std::exception& e) {
+    return {kExitRuntime, fmt::format("error: {}\n", e.what())};
+  }
+  return {};
+}
+
+int cmd_run(const graph::Registry& registry, const RunArgs& args) {
+  // Phase 1: how this process was launched: one of an MPI job's ranks, one shard, or alone.
+  const Launch launch = detect_launch();
+  if (launch.ranks > 1) return run_scaled(registry, args, launch);
+  RunPlan plan;
+  plan.output = args.output;
+  if (!args.shard.empty()) {
+    std::string error;
+    const auto shard = stages::io::parse_shard(args.shard, error);
+    if (!shard) {
+      std::cerr << "error: --" << error << "\n";
       return kExitUsage;
     }
-    source = build_endpoint<graph::Source>(in);
-    sink = build_endpoint<graph::Sink>(out);
-  } catch (const graph::SpecError& e) {
-    std::cerr << e.what();
-    return kExitUsage;
-  } catch (const stages::io::OutputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kExitRuntime;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kExitUsage;
+    if (args.output.empty()) {
+      std::cerr << "error: --shard needs --output: each shard writes OUTPUT.rank-I\n";
+      return kExitUsage;
+    }
+    plan.shard = args.shard;
+    plan.output = part_path(args.output, shard->index);
+    if (args.resume) plan.done_elsewhere = finished_in_merged_output(args.output);
   }
 
-  // Phase 3: the graph, run with Ctrl-C and the file size limit handled until it returns.
-  std::unique_ptr<graph::Pipeline> pipeline;
-  try {
-    pipeline = std::make_unique<graph::Pipeline>(std::move(*spec), registry);
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kExitRuntime;
+  // Phase 2: the pipeline, its endpoints and its stages, then the run.
+  const auto threads = limit_threads(args.threads);
+  RunSetup setup;
+  StepError failed = load_spec(registry, args, setup);
+  if (!failed) failed = build_endpoints(registry, args, plan, setup);
+  if (!failed) failed = build_pipeline(registry, setup);
+  if (failed) {
+    std::cerr << failed.message;
+    return failed.code;
   }
   ProgressReporter progress(stderr, !args.quiet);
   graph::RunResult result;
-  {
-    graph::RunControl control;
-    const ControlBinding binding(control);  // outlives the handlers below: they go first
-    const ScopedSignals interrupts({SIGINT, SIGTERM}, on_interrupt);
-    const ScopedSignals file_size({SIGXFSZ}, on_file_size_limit);
-    graph::RunOptions opts;
-    opts.trace_path = args.trace;
-    opts.on_progress = [&](const graph::RunProgress& p) { progress.update(p); };
-    try {
-      result = pipeline->run(*source, *sink, control, opts);
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      return kExitRuntime;
-    }
+  if (const StepError e = run_graph(
+          args, setup, [&](const graph::RunProgress& p) { progress.update(p); }, result)) {
+    std::cerr << e.message;
+    return e.code;
   }
 
-  // Phase 4: the summary and the exit code.
-  return report(args, *pipeline, result, progress);
+  // Phase 3: the summary and the exit code.
+  const int code = report_run(args, *setup.pipeline, result, progress);
+  if (code == kExitOk) print_shard_hint(args, plan);
+  return code;
 }
 
 }  // namespace vsynth::cli

@@ -1,6 +1,7 @@
 // Scale-out throughput: the same batch job under mpirun with 1 and 2 (or more) ranks, run
-// alternately so that both see the same machine, plus what does not shrink with ranks: a
-// rank's startup (pipeline + model load, measured as a job of one task) and rank 0's merge.
+// alternately so that both see the same machine, plus what does not shrink with ranks: the
+// job's fixed cost (launch, pipeline + model load, startup agreement, merge: a job of one task
+// on the same ranks) and rank 0's merge of the whole job's parts.
 // Prints a table and writes JSON (docs/performance.md, "Scale-out", holds the figures and the
 // scaling model built from them).
 //
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
     for (int k : rank_counts) {
       const double s =
           timed(job(k, pipeline, dir / "tasks.jsonl", dir / "out.jsonl"), model, dir / "log.txt");
-      const double s1 = timed(job(1, pipeline, dir / "one.jsonl", dir / "one_out.jsonl"), model,
+      const double s1 = timed(job(k, pipeline, dir / "one.jsonl", dir / "one_out.jsonl"), model,
                               dir / "log1.txt");
       if (s < 0 || s1 < 0) {
         std::fprintf(stderr, "bench_scale: a job failed; its log: %s\n", (dir / "log.txt").c_str());

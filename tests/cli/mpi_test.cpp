@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,13 @@ std::vector<std::pair<std::string, std::string>> job_env(const std::string& mode
       {"VSYNTH_TEST_JOB", std::to_string(::getpid())},       // finds this test's ranks
   };
   if (!model.empty()) env.emplace_back("VSYNTH_MODEL", model);
+  // Under ASan (the sanitizer ctest run): Open MPI's components allocate at MPI_Init and are
+  // dlclose'd at MPI_Finalize unfreed, so LeakSanitizer reports them from modules that no
+  // longer exist (no suppression can name them). Leaks stay off for the ranks only; the same
+  // run/shard/merge code is leak-checked by the one-process runs of this file and test_cli.
+  if (const char* asan = std::getenv("ASAN_OPTIONS")) {
+    env.emplace_back("ASAN_OPTIONS", std::string(asan) + ":detect_leaks=0");
+  }
   return env;
 }
 

@@ -6,8 +6,8 @@
 // parameters at their first boundary value, then every combination of the first two, ...), so
 // ties and small values such as f(0, 0, 1) come early whatever the parameter count; then random
 // values (std::mt19937_64 from the seed):
-//   int        boundaries 0, 1, -1, 2, -2; random: mostly small ([-10, 10]) or a boundary, a
-//              few large ones (near +-2^31, +-10^9, +-2^62)
+//   int        boundaries 0, 1, -1, 2, -2; random: 30% a boundary, 40% in [-10, 10], 22% in
+//              [-1000, 1000], 8% large (near +-2^31, +-10^9, +-2^62, or within +-10^6)
 //   bool       False, True
 //   list[int]  [], [0], [1, 2], [2, 1], [-1, -1]; random: length 0..5, small elements
 //   str        "", "a", "ab", "aa", "ba"; random: length 0..5 over a small alphabet

@@ -8,6 +8,7 @@ const std::string_view kSpecRunner =
     R"PY(# vsynth spec-test runner (stages/validation/spec_runner.h describes the protocol).
 import json
 import os
+import signal
 import sys
 import time
 import types
@@ -17,6 +18,8 @@ _dumps = json.dumps
 _monotonic = time.monotonic
 _REPORT_FD = 3
 _LIMIT = 200
+_INT_LIMIT = 1 << 127  # the C++ side evaluates ints up to 128 bits
+_LIST_LIMIT = 256
 _SOURCE = ""
 
 
@@ -43,10 +46,8 @@ def _repr(value):
 
 
 def _int_text(v):
-    try:
-        return str(v)
-    except ValueError:  # past the int -> str digit limit: C++ reads "?" as not evaluable
-        return "?"
+    # "?" (not evaluable) past 128 bits: a factorial's digits would fill the report.
+    return str(v) if -_INT_LIMIT <= v < _INT_LIMIT else "?"
 
 
 def _decode(arg):
@@ -71,6 +72,8 @@ def _encode(value):
     if type(value) in (list, tuple):
         bad = [x for x in value if type(x) is not int]
         if not bad:
+            if len(value) > _LIST_LIMIT:  # "?": too long to report, not evaluable
+                return {"t": "list", "v": "?", "len": len(value)}
             return {"t": "list", "v": [_int_text(x) for x in value]}
         return {"t": "other", "type": "%s holding a %s" % (type(value).__name__, type(bad[0]).__name__),
                 "repr": _repr(value)}
@@ -97,6 +100,14 @@ def _describe(e):
         text = type(e).__name__
     where = _where(e.__traceback__)
     return text + (" at " + where if where else "")
+
+
+class _CallTimeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _CallTimeout()
 
 
 def _fail(kind, message):
@@ -130,14 +141,23 @@ def main():
     _report({"event": "loaded"})
 
     deadline = _monotonic() + spec["budget_ms"] / 1000.0
+    per_call = spec["call_ms"] / 1000.0
+    signal.signal(signal.SIGALRM, _alarm)
     for i, args in enumerate(spec["inputs"]):
         if _monotonic() > deadline:
             _report({"event": "stopped", "at": i})
             os._exit(0)
         _report({"event": "call", "i": i})
         try:
+            signal.setitimer(signal.ITIMER_REAL, per_call)
             value = fn(*[_decode(a) for a in args])
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        except _CallTimeout:  # also when it fired just after the return: the call took that long
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _report({"event": "timeout", "i": i, "args": args})
+            continue
         except BaseException as e:
+            signal.setitimer(signal.ITIMER_REAL, 0)
             _report({"event": "raised", "i": i, "args": args, "error": _describe(e)})
             continue
         _report({"event": "result", "i": i, "args": args, "value": _encode(value)})

@@ -23,6 +23,10 @@ using solvers::Sort;
 // Sandbox set-up, interpreter start and the candidate's load, on top of the calls' budget: the
 // wall limit that cuts a call that hangs, keeping the results of the calls before it.
 constexpr int64_t kStartupMs = 2000;
+// Each call's share of the budget: a call that cannot finish (a loop over a large n) costs this
+// much, and the calls after it still run.
+constexpr int64_t kCallsPerBudget = 40;
+constexpr int64_t kMinCallMs = 5;
 
 // --- The runner's side: arguments in, reports out -------------------------------------------
 
@@ -66,7 +70,7 @@ void read_events(const std::string& text, std::size_t count, RunReport& rep, boo
     if (!e.is_object() || !e.contains("event") || !e["event"].is_string()) continue;
     const std::string& ev = e["event"].get_ref<const std::string&>();
     const std::size_t i = e.value("i", count);
-    if ((ev == "result" || ev == "raised") && i < count) rep.outcomes[i] = e;
+    if ((ev == "result" || ev == "raised" || ev == "timeout") && i < count) rep.outcomes[i] = e;
     if (ev == "call" && i < count) last_call = i;
     if (ev == "loaded") loaded = true;
     if (ev == "done") done = true;
@@ -86,7 +90,10 @@ RunReport run_candidate(const Checker& checker, const Program& program, const st
     rep.failure = "python is not available to the sandbox";
     return rep;
   }
-  json spec = {{"entry_point", entry}, {"budget_ms", s.budget_ms}, {"inputs", json::array()}};
+  json spec = {{"entry_point", entry},
+               {"budget_ms", s.budget_ms},
+               {"call_ms", std::max(kMinCallMs, s.budget_ms / kCallsPerBudget)},
+               {"inputs", json::array()}};
   for (const TestInput& in : inputs) spec["inputs"].push_back(args_json(in));
   const std::string text = spec.dump(-1, ' ', false, json::error_handler_t::replace);
 
@@ -109,6 +116,11 @@ RunReport run_candidate(const Checker& checker, const Program& program, const st
   std::optional<std::size_t> last_call;
   read_events(r.report.data, inputs.size(), rep, loaded, done, last_call);
   if (!rep.failure.empty() || done || !rep.stopped.empty()) return rep;
+  if (r.report.truncated && last_call) {
+    rep.stopped = fmt::format("the report passed the {} bytes kept at input {}", req.limits.output,
+                              *last_call + 1);
+    return rep;
+  }
   if (!loaded) {
     rep.failure = "the candidate did not load: the run was " + r.describe(req.limits);
   } else {
@@ -168,20 +180,21 @@ Returned read_returned(const json& v) {
       r.value = Concrete::of_int(*n);
   } else if (r.tag == "list") {
     std::vector<solvers::Int128> xs;
-    const json elements = v.value("v", json::array());
-    for (const json& x : elements) {
+    const json elements = v.value("v", json());  // "?" when too long to report
+    for (const json& x : elements.is_array() ? elements : json::array()) {
       const auto n = solvers::parse_int128(x.is_string() ? x.get<std::string>() : "");
       if (!n) break;
       xs.push_back(*n);
     }
-    if (xs.size() == elements.size()) r.value = Concrete::of_list(std::move(xs));
+    if (elements.is_array() && xs.size() == elements.size())
+      r.value = Concrete::of_list(std::move(xs));
   } else {
     r.tag = "other";
     r.type = v.value("type", std::string("?"));
     r.repr = v.value("repr", std::string("?"));
     return r;
   }
-  r.repr = r.value ? r.value->python() : "<an int beyond 128 bits>";
+  r.repr = r.value ? r.value->python() : "<too large to report>";
   return r;
 }
 
@@ -231,9 +244,22 @@ void check_ensures(const solvers::Contract& contract, const solvers::Env& env, J
 
 Judgement judge(const solvers::Contract& contract, const TestInput& input, const json& outcome) {
   Judgement j;
-  if (outcome.value("event", std::string()) == "raised") {
-    j.kind = Judgement::Kind::Violated;  // an exception on a valid input breaks the spec
+  const std::string event = outcome.value("event", std::string());
+  if (event == "timeout") {
+    j.why = "a call ran past its time limit";
+    return j;  // NotEvaluable
+  }
+  if (event == "raised") {
     j.error = outcome.value("error", std::string("an exception"));
+    // Memory, recursion depth or index width running out on a huge input is a limit of this
+    // run, which the spec's unbounded ints do not have (nor a proof): no verdict.
+    for (const char* limit : {"MemoryError", "RecursionError", "OverflowError"}) {
+      if (j.error.starts_with(limit)) {
+        j.why = std::string(limit) + " on a large input";
+        return j;  // NotEvaluable
+      }
+    }
+    j.kind = Judgement::Kind::Violated;  // any other exception on a valid input breaks the spec
     return j;
   }
   const solvers::Signature& sig = contract.signature;
@@ -249,7 +275,7 @@ Judgement judge(const solvers::Contract& contract, const TestInput& input, const
   std::optional<Concrete> result;  // the spec's `result`, for the sorts it models
   if (sig.result == Sort::Int || sig.result == Sort::Bool || sig.result == Sort::IntSeq) {
     if (!ret.value) {
-      j.why = "a returned int beyond 128 bits is not evaluated";
+      j.why = "a returned int beyond 128 bits or list over 256 elements is not evaluated";
       return j;  // NotEvaluable
     }
     result = ret.value;
@@ -310,6 +336,68 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser
   return x ^ (x >> 31);
 }
 
+// What judging every result found.
+struct Tally {
+  std::size_t came_back = 0;    // results (returned, raised, timed out)
+  std::size_t judged = 0;       // the spec evaluated: held or broken
+  std::size_t unevaluable = 0;  // no verdict: a call past its limit, a value not evaluable...
+  std::string unevaluable_why;  // the first one's reason
+  // The first violation believed: it survived its re-check, and no argument of it is a str.
+  std::optional<std::pair<std::size_t, Judgement>> violation;
+  // The first violation on an input with a str argument: not believed, since the requires
+  // cannot say which strings are valid (the IR does not model them), so the task may well
+  // exclude it (a roman numeral parser given "").
+  std::optional<std::size_t> on_str;
+};
+
+bool has_str(const TestInput& input) {
+  return std::any_of(input.begin(), input.end(),
+                     [](const ArgValue& a) { return a.sort == Sort::Opaque; });
+}
+
+Tally judge_all(const solvers::Contract& contract, const std::vector<TestInput>& inputs,
+                const RunReport& run) {
+  Tally t;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (run.outcomes[i].is_null()) continue;
+    ++t.came_back;
+    const Judgement j = judge(contract, inputs[i], run.outcomes[i]);
+    if (j.kind == Judgement::Kind::NotEvaluable) {
+      if (t.unevaluable++ == 0) t.unevaluable_why = j.why;
+      continue;
+    }
+    ++t.judged;
+    if (j.kind != Judgement::Kind::Violated || t.violation) continue;
+    if (has_str(inputs[i])) {
+      if (!t.on_str) t.on_str = i;
+    } else if (recheck(contract, inputs[i], run.outcomes[i], j)) {
+      t.violation.emplace(i, j);
+    }
+  }
+  return t;
+}
+
+std::string undecided_message(const solvers::Contract& contract,
+                              const std::vector<TestInput>& inputs, const Tally& t,
+                              const std::string& stopped) {
+  const std::string cut = stopped.empty() ? "" : "; " + stopped;
+  if (t.judged == 0) {
+    return "not tested: " + (t.unevaluable
+                                 ? "the spec could not be evaluated (" + t.unevaluable_why + ")"
+                                 : "no call returned" + cut);
+  }
+  std::string m = fmt::format("no violation in {} tested inputs", t.judged);
+  if (t.on_str) {
+    m = fmt::format(
+        "no violation believed in {} tested inputs ({} breaks the spec, but the "
+        "requires cannot restrict str arguments)",
+        t.judged, call_text(contract.signature, inputs[*t.on_str]));
+  }
+  if (t.unevaluable)
+    m += fmt::format("; {} more could not be evaluated ({})", t.unevaluable, t.unevaluable_why);
+  return m + cut;
+}
+
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
@@ -345,42 +433,17 @@ SpecTestResult test_spec(const Checker& checker, const Program& program,
     out.ms = ms_since(t0);
     return out;
   }
-  // Phase 3: judge every result in generation order; the first violation that survives its
-  // re-check refutes.
-  std::size_t unevaluable = 0, first = 0, came_back = 0;
-  std::string unevaluable_why;
-  std::optional<Judgement> violation;
-  for (std::size_t i = 0; i < gen.inputs.size(); ++i) {
-    if (run.outcomes[i].is_null()) continue;
-    ++came_back;
-    const Judgement j = judge(contract, gen.inputs[i], run.outcomes[i]);
-    if (j.kind == Judgement::Kind::NotEvaluable) {
-      if (unevaluable++ == 0) unevaluable_why = j.why;
-      continue;
-    }
-    ++out.inputs;
-    if (j.kind == Judgement::Kind::Violated && !violation &&
-        recheck(contract, gen.inputs[i], run.outcomes[i], j)) {
-      violation = j;
-      first = i;
-    }
-  }
-  // Phase 4: the outcome, in one line.
-  const std::string cut = run.stopped.empty() ? "" : "; " + run.stopped;
-  const std::string skipped = unevaluable ? fmt::format("; {} more could not be evaluated ({})",
-                                                        unevaluable, unevaluable_why)
-                                          : "";
-  if (violation) {
+  // Phase 3: judge every result; the first believed violation refutes.
+  const Tally tally = judge_all(contract, gen.inputs, run);
+  out.inputs = tally.judged;
+  if (tally.violation) {
+    const auto& [index, j] = *tally.violation;
     out.refuted = true;
-    out.counterexample = counterexample_of(contract.signature, gen.inputs[first], *violation);
-    out.message = fmt::format("testing input {} of {} breaks the spec: {}", first + 1, came_back,
-                              violation_text(*violation));
-  } else if (out.inputs == 0) {
-    out.message =
-        "not tested: " + (unevaluable ? "the ensures cannot be evaluated (" + unevaluable_why + ")"
-                                      : "no call returned" + cut);
+    out.counterexample = counterexample_of(contract.signature, gen.inputs[index], j);
+    out.message = fmt::format("testing input {} of {} breaks the spec: {}", index + 1,
+                              tally.came_back, violation_text(j));
   } else {
-    out.message = fmt::format("no violation in {} tested inputs{}{}", out.inputs, skipped, cut);
+    out.message = undecided_message(contract, gen.inputs, tally, run.stopped);
   }
   out.ms = ms_since(t0);
   return out;

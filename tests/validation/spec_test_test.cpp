@@ -76,9 +76,11 @@ TEST_CASE("spec inputs: boundaries first, every input inside the requires, fixed
   CHECK(call_text(c.signature, g.inputs[1]) == "f(a=1, xs=[], flag=False, s='')");
   CHECK(g.rejected > 0);                         // negative a were generated and dropped
   CHECK(calls(c, g).size() == g.inputs.size());  // distinct
+  for (const TestInput& in : g.inputs) CHECK(satisfies_requires(c, in));
+  InputOptions more;
+  more.count = 1000;
   bool large = false, long_list = false, flag = false, text = false;
-  for (const TestInput& in : g.inputs) {
-    CHECK(satisfies_requires(c, in));
+  for (const TestInput& in : generate_inputs(c, 7, more).inputs) {
     CHECK((in[0].value.integer >= 0));  // parenthesised: Catch cannot print an __int128
     CHECK(in[1].value.elements.size() <= 3);
     large = large || in[0].value.integer >= 1000000000;
@@ -200,15 +202,47 @@ TEST_CASE("spec testing: a wrong return type and an exception are violations") {
   CHECK(d.counterexample->error.starts_with("ZeroDivisionError"));
 }
 
-TEST_CASE("spec testing: a call that hangs keeps the results before it, undecided") {
+TEST_CASE("spec testing: a call that hangs costs its time limit, the others still count") {
   const solvers::Contract c = parse_contract("def f(x: int) -> int:", {}, {"result == x"});
   SpecTestSettings s;
-  s.budget_ms = 300;
+  s.budget_ms = 400;  // 10 ms per call
   const SpecTestResult r =
       test("def f(x):\n    while x == 2:\n        pass\n    return x\n", c, 1, s);
   CHECK_FALSE(r.refuted);
-  CHECK(r.inputs == 3);  // 0, 1, -1 came back; 2 hung
-  CHECK_THAT(r.message, Catch::Contains("while calling input 4"));
+  CHECK(r.inputs == 199);  // every input but x = 2
+  CHECK_THAT(r.message, Catch::EndsWith("; 1 more could not be evaluated (a call ran past its "
+                                        "time limit)"));
+
+  // One that swallows the time limit runs into the sandbox's wall: the calls before it count.
+  const SpecTestResult w = test(
+      "def f(x):\n    while x == 2:\n        try:\n            while True:\n                pass\n"
+      "        except BaseException:\n            pass\n    return x\n",
+      c, 1, s);
+  CHECK_FALSE(w.refuted);
+  CHECK(w.inputs == 3);  // 0, 1, -1
+  CHECK_THAT(w.message, Catch::Contains("while calling input 4"));
+}
+
+TEST_CASE("spec testing: running out of memory or recursion on a large input is no violation") {
+  const solvers::Contract c = parse_contract("def f(x: int) -> int:", {}, {"result == abs(x)"});
+  const SpecTestResult m = test("def f(x):\n    return len([0] * abs(x))\n", c);
+  CHECK_FALSE(m.refuted);
+  CHECK(m.inputs > 150);
+  CHECK_THAT(m.message, Catch::Contains("on a large input"));
+  const SpecTestResult r =
+      test("def f(x):\n    return 0 if x == 0 else 1 + f(x - 1 if x > 0 else x + 1)\n", c);
+  CHECK_FALSE(r.refuted);
+  CHECK_THAT(r.message, Catch::Contains("RecursionError on a large input"));
+}
+
+TEST_CASE("spec testing: a violation on a str argument is reported, not believed") {
+  // The requires cannot say which strings are valid, so "" may be outside the task.
+  const solvers::Contract c = parse_contract("def first(s: str) -> int:", {}, {"result >= 0"});
+  const SpecTestResult r = test("def first(s):\n    return ord(s[0])\n", c);
+  CHECK_FALSE(r.refuted);
+  CHECK_THAT(r.message, Catch::StartsWith("no violation believed in 200 tested inputs (first(s='') "
+                                          "breaks the spec, but the requires cannot restrict str "
+                                          "arguments)"));
 }
 
 TEST_CASE("spec check: an unknown proof is tested and a refutation feeds back its input") {

@@ -8,9 +8,9 @@
 //   {"event": "result", "i": k, "args": [...], "value": V}   input k returned V
 //   {"event": "raised", "i": k, "args": [...], "error": "ZeroDivisionError: ... at
 //            candidate.py:3 (`return a // b`)"}     input k raised (SystemExit included)
-//   {"event": "timeout", "i": k, "args": [...]}     input k ran past call_ms (SIGALRM raised a
-//            private BaseException in it; a candidate that swallows it runs on to the budget
-//            and, past it, the sandbox's wall limit)
+//   {"event": "timeout", "i": k, "args": [...]}     input k ran past call_ms of CPU time (SIGPROF
+//            raised a private BaseException in it; a candidate that swallows it, or sleeps,
+//            runs on to the sandbox's wall limit)
 //   {"event": "stopped", "at": k}                   the time budget ran out before input k
 //   {"event": "done"}                               every input was called
 //   {"event": "fail", "kind": K, "message": ...}    the candidate could not be called at all:

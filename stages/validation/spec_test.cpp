@@ -23,8 +23,8 @@ using solvers::Sort;
 // Sandbox set-up, interpreter start and the candidate's load, on top of the calls' budget: the
 // wall limit that cuts a call that hangs, keeping the results of the calls before it.
 constexpr int64_t kStartupMs = 2000;
-// Each call's share of the budget: a call that cannot finish (a loop over a large n) costs this
-// much, and the calls after it still run.
+// Each call's share of the budget, CPU ms: a call that cannot finish (a loop over a large n)
+// costs this much, and the calls after it still run.
 constexpr int64_t kCallsPerBudget = 40;
 constexpr int64_t kMinCallMs = 5;
 
@@ -53,7 +53,7 @@ json args_json(const TestInput& input) {
 }
 
 struct RunReport {
-  std::vector<json> outcomes;  // by input: its `result` / `raised` event, null if none came
+  std::vector<json> outcomes;  // by input: its result / raised / timeout event, or null
   std::string failure;         // the candidate could not be called at all
   std::string stopped;         // why the calls ended before the last input ("" if they did not)
 };

@@ -5,10 +5,11 @@
 // (input, result) here with solvers/evaluate. A return value of the wrong type (a str where the
 // signature says int) and an exception on a valid input are violations too, as they are for
 // the proof. What only says this run has limits gives no verdict for that input: a call past
-// its share of the budget (budget_ms / 40), MemoryError, RecursionError or OverflowError on a
-// large input, a result past 128 bits. A violation on an input with a str argument is reported
-// in the message but not believed: the requires cannot say which strings are valid (the IR
-// does not model them), and the task may exclude it (a roman numeral parser given '').
+// its share of the budget (budget_ms / 40 of CPU time), MemoryError, RecursionError or
+// OverflowError on a large input, a result past 128 bits. A violation on an input with a str
+// argument is reported in the message but not believed: the requires cannot say which strings are
+// valid (the IR does not model them), and the task may exclude it (a roman numeral parser given
+// '').
 //
 // The first violating input, re-checked once more on its own (the requires and the ensures
 // evaluated again from the runner's raw report, the echoed arguments matched) before it is

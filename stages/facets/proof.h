@@ -32,7 +32,7 @@ namespace vsynth::stages::facets {
 
 // What testing the spec on generated inputs found (validate.async, when the proof is unknown).
 struct SpecTesting {
-  std::size_t inputs = 0;     // inputs the candidate ran on, each satisfying the requires
+  std::size_t inputs = 0;     // inputs the spec was evaluated on (each within the requires)
   bool refuted = false;       // one broke the spec: CandidateProof::counterexample holds it
   std::string message;        // one line: what was tried, or why testing could not decide
   std::string proof_message;  // refuted: the proof's own message (why Z3 was undecided)

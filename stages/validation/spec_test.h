@@ -44,7 +44,7 @@ struct SpecTestSettings {
 
 struct SpecTestResult {
   bool refuted = false;
-  std::size_t inputs = 0;  // inputs the candidate returned (or raised) on
+  std::size_t inputs = 0;  // inputs the spec was evaluated on: it held or broke
   std::optional<solvers::Counterexample> counterexample;  // refuted
   std::string message;  // one line: the violation, what was tried, or why nothing could be
   uint64_t seed = 0;

@@ -15,6 +15,7 @@ nlohmann::json to_json(const CandidateProof& p, std::size_t index) {
   nlohmann::json j;
   j["index"] = index;
   j["verdict"] = std::string(solvers::verdict_name(p.verdict));
+  j["decided"] = p.decided();
   j["message"] = p.message;
   if (p.counterexample) {
     const solvers::Counterexample& cx = *p.counterexample;
@@ -33,7 +34,32 @@ nlohmann::json to_json(const CandidateProof& p, std::size_t index) {
   j["returns"] = p.returns;
   j["translate_us"] = round1(p.translate_us);
   j["solver_us"] = round1(p.solver_us);
+  if (p.testing) {
+    const SpecTesting& t = *p.testing;
+    j["testing"] = {{"inputs", t.inputs},
+                    {"refuted", t.refuted},
+                    {"message", t.message},
+                    {"seed", t.seed},
+                    {"ms", round1(t.ms)}};
+    if (!t.proof_message.empty()) j["testing"]["proof_message"] = t.proof_message;
+  }
   return j;
+}
+
+std::string CandidateProof::decided() const {
+  const std::string tried =
+      testing ? std::to_string(testing->inputs) + (testing->inputs == 1 ? " input" : " inputs")
+              : std::string();
+  switch (verdict) {
+    case solvers::Verdict::Verified:
+      return "proved";
+    case solvers::Verdict::Refuted:
+      return testing && testing->refuted ? "refuted by testing (" + tried + ")"
+                                         : "refuted by proof";
+    case solvers::Verdict::Unknown:
+      break;
+  }
+  return testing ? "undecided after " + tried : "undecided (not tested)";
 }
 
 std::string ProofFacet::verdict() const {
@@ -53,6 +79,7 @@ ProofFacet::Summary ProofFacet::summary(std::size_t index) const {
     s.verdict = std::string(solvers::verdict_name(p.verdict));
     s.message = p.message;
     if (p.counterexample) s.counterexample = p.counterexample->text;
+    s.decided = p.decided();
     return s;
   }
   s.verdict = verdict();
@@ -62,6 +89,7 @@ ProofFacet::Summary ProofFacet::summary(std::size_t index) const {
     const CandidateProof& first = candidates.front();
     s.message = first.message;
     if (first.counterexample) s.counterexample = first.counterexample->text;
+    s.decided = first.decided();
   } else if (!candidates.empty()) {
     s.message = "the candidates' verdicts differ (see candidates)";
   }
@@ -85,6 +113,7 @@ nlohmann::json ProofFacet::to_json() const {
     solver_us += candidates[i].solver_us;
   }
   if (!candidates.empty()) j["message"] = item.message;
+  if (!item.decided.empty()) j["decided"] = item.decided;
   if (item.counterexample) j["counterexample"] = *item.counterexample;
   j["translate_us"] = round1(translate_us);
   j["solver_us"] = round1(solver_us);

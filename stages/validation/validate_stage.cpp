@@ -153,7 +153,8 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
           cv.checks.push_back(checker.tests(program, task, suite, s.oracle, limits));
           break;
         case Check::Spec:
-          cv.checks.push_back(Checker::spec(item, program.index));
+          cv.checks.push_back(
+              check_spec(item, program, task.language, checker, s.spec_test, limits));
           break;
       }
       const CheckVerdict& last = cv.checks.back();
@@ -234,8 +235,9 @@ graph::Contract validate_contract() {
       graph::P::strings("checks", std::vector<std::string>{"syntax", "compile", "tests"},
                         "checks to run per candidate, in this order: syntax (tree-sitter: no "
                         "ERROR or MISSING node), compile (py_compile / cc -fsyntax-only), tests, "
-                        "spec (constrain.z3's `proof` facet; skipped without it); a check after "
-                        "a failed one is skipped",
+                        "spec (constrain.z3's `proof` facet, an unknown proof tested first: "
+                        "spec_test; skipped without the facet); a check after a failed one is "
+                        "skipped",
                         {"syntax", "compile", "tests", "spec"}),
       graph::P::resource("sandbox", "sandbox",
                          "sandbox.bwrap resource to run in (default: a private pool)",
@@ -252,6 +254,19 @@ graph::Contract validate_contract() {
       graph::P::integer("max_candidates", 0, 0, 1024,
                         "check at most this many candidates per item (0: all)"),
       graph::P::integer("workers", 2, 1, 64, "threads of the private pool (without `sandbox`)"),
+      graph::P::boolean("spec_test", true,
+                        "spec check: when a candidate's proof is unknown, test the spec on "
+                        "inputs generated from the signature (int boundaries, small and large "
+                        "values, bool, short lists and strings; kept when the requires hold), "
+                        "one sandboxed run of the candidate (python); a violating input refutes "
+                        "it with that counterexample (the proof's `decided`: refuted by testing "
+                        "(N inputs)), none leaves it unknown (undecided after N inputs)"),
+      graph::P::integer("spec_test_ms", 2000, 1, 600000,
+                        "spec testing: time for the candidate's calls, ms (the sandbox adds 2 s "
+                        "for start-up)"),
+      graph::P::integer("spec_test_inputs", 200, 1, 100000,
+                        "spec testing: inputs per candidate (deterministic: seeded from the "
+                        "task's /decode/seed, its id and the candidate index)"),
   };
   return c;
 }
@@ -272,6 +287,9 @@ std::unique_ptr<graph::StageBase> make_validate_stage(const graph::StageContext&
   s.oracle = ctx.params.string("tests_visibility") == "oracle";
   s.language = ctx.params.string("language");
   s.max_candidates = ctx.params.integer("max_candidates");
+  s.spec_test.enabled = ctx.params.boolean("spec_test");
+  s.spec_test.budget_ms = ctx.params.integer("spec_test_ms");
+  s.spec_test.max_inputs = ctx.params.integer("spec_test_inputs");
   std::shared_ptr<SandboxPool> pool;
   if (const std::string& name = ctx.params.string("sandbox"); !name.empty()) {
     pool = ctx.resources.share<SandboxPool>(name);

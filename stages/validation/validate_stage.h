@@ -34,6 +34,7 @@
 
 #include "graph/stage.h"
 #include "stages/validation/sandbox_pool.h"
+#include "stages/validation/spec_test.h"
 #include "stages/validation/verdict.h"
 
 namespace vsynth::stages::validation {
@@ -44,6 +45,7 @@ struct ValidateSettings {
   bool oracle = false;
   std::string language;
   int64_t max_candidates = 0;
+  SpecTestSettings spec_test;  // the spec check's testing of unknown proofs (spec_test.h)
 };
 
 struct ValidatePorts {

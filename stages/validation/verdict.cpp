@@ -54,6 +54,7 @@ nlohmann::json CheckVerdict::to_json() const {
   j["status"] = to_string(status);
   if (!message.empty()) j["message"] = message;
   if (!kind.empty()) j["kind"] = kind;
+  if (!decided.empty()) j["decided"] = decided;
   if (tests >= 0) j["tests"] = tests;
   if (oracle) j["oracle"] = true;
   j["ms"] = round2(ms);

@@ -37,6 +37,9 @@ struct CheckVerdict {
   int tests = -1;       // tests run (tests check), -1 when unknown
   bool oracle = false;  // ran hidden tests (oracle mode or scoring)
   double ms = 0;        // wall time of the check
+  // Spec check: how the verdict was reached (facets::CandidateProof::decided(): proved,
+  // refuted by proof, refuted by testing (N inputs), undecided after N inputs...); "" for others.
+  std::string decided;
   // For sandboxed checks: how the process ended.
   std::optional<SandboxResult> run;
 
@@ -71,7 +74,7 @@ class VerdictsFacet : public graph::Facet {
 
   // {language, tests_visibility, attempt, outcome, passed, passed_candidate, candidates: [{index,
   // passed, checks: [{check, status, message, kind, tests, oracle, ms, exit, signal,
-  // timed_out, killed, cpu_ms, stdout_truncated, stderr_truncated}]}]}
+  // timed_out, killed, cpu_ms, stdout_truncated, stderr_truncated, decided (spec)}]}]}
   nlohmann::json to_json() const override;
 };
 

@@ -6,13 +6,17 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include "graph/pipeline.h"
 #include "stages/constraint/constrain_stage.h"
 #include "stages/constraint/error.h"
+#include "stages/constraint/task_spec.h"
 #include "stages/facets/hook.h"
 #include "stages/facets/proof.h"
 #include "stages/validation/checks.h"
+#include "stages/validation/spec_test.h"
+#include "stages/validation/validate_stage.h"
 #include "tests/generation/gen_test_util.h"
 #include "tests/graph/test_kinds.h"
 
@@ -240,4 +244,79 @@ TEST_CASE("validate.async's spec check reads each candidate's own proof") {
   CHECK_THAT(v1.message, Catch::Contains("line 2"));
   // The item's summary alone (mixed) decides nothing.
   CHECK(val::Checker::spec(item).status == val::Status::Skipped);
+}
+
+TEST_CASE("constrain.z3 then validate.async: an unknown proof is tested, a tie refutes tri_max") {
+  // The issue's example: "impossible" on every tie passes tests without ties, and Z3 cannot
+  // decide the string return; testing the spec finds a tie and feeds it back.
+  nlohmann::json t = {{"task_id", "tri"},
+                      {"language", "python"},
+                      {"entry_point", "tri_max"},
+                      {"signature", "def tri_max(a: int, b: int, c: int) -> int:"},
+                      {"spec", {{"ensures", {"result == a or result == b or result == c"}}}},
+                      {"tests", {"assert tri_max(1, 2, 3) == 3", "assert tri_max(5, 1, 2) == 5"}},
+                      {"candidate",
+                       "def tri_max(a, b, c):\n    if a == b or b == c or a == c:\n"
+                       "        return \"impossible\"\n    return max(a, b, c)\n"}};
+  cs::ProofSettings ps;
+  ps.contract.timeout_ms = 20000;
+  namespace val = vsynth::stages::validation;
+  const val::Checker checker{val::CheckerConfig{}};
+  val::ValidateSettings s;
+  s.checks = {val::Check::Syntax, val::Check::Compile, val::Check::Spec, val::Check::Tests};
+
+  graph::Item bad(graph::Task{"tri", t}, 0);
+  cs::prove_item(bad, ps);
+  REQUIRE(bad.find<cs::ProofFacet>()->candidates.at(0).verdict ==
+          vsynth::solvers::Verdict::Unknown);
+  CHECK(val::validate_item(bad, checker, s, {}, "validate") == 1);  // fail
+  CHECK(bad.outcome().status == "failed");
+  CHECK(bad.find<val::VerdictsFacet>()->outcome == "spec_refuted");
+  REQUIRE(bad.feedback().size() == 1);
+  CHECK_THAT(bad.feedback()[0].message,
+             Catch::Contains("counterexample: \"tri_max(a=0, b=0, c=0) returned 'impossible', a "
+                             "str where the signature says int\""));
+  const nlohmann::json proof = bad.find<cs::ProofFacet>()->to_json();
+  CHECK(proof["verdict"] == "refuted");
+  CHECK(proof["decided"] == "refuted by testing (200 inputs)");
+  CHECK(bad.find<val::VerdictsFacet>()->to_json()["candidates"][0]["checks"][2]["decided"] ==
+        "refuted by testing (200 inputs)");
+
+  // Correct, but sorted() is beyond the translator: the tests pass, the proof stays unknown.
+  t["candidate"] = "def tri_max(a, b, c):\n    return sorted([a, b, c])[-1]\n";
+  graph::Item good(graph::Task{"tri", t}, 0);
+  cs::prove_item(good, ps);
+  CHECK(val::validate_item(good, checker, s, {}, "validate") == 0);  // pass
+  CHECK(good.outcome().status == "tests_passed");
+  CHECK(good.find<cs::ProofFacet>()->to_json()["decided"] == "undecided after 200 inputs");
+}
+
+TEST_CASE("spec testing never refutes the shipped tasks' reference solutions") {
+  // Soundness on real specs: every python task of examples/tasks with a spec and a
+  // `reference`, tested whatever its proof says, must come out unrefuted.
+  namespace val = vsynth::stages::validation;
+  const val::Checker checker{val::CheckerConfig{}};
+  std::size_t tasks = 0, tested = 0;
+  for (const char* file : {"main.jsonl", "synthesize.jsonl"}) {
+    std::ifstream in(fs::path(VSYNTH_SOURCE_DIR) / "examples/tasks" / file);
+    REQUIRE(in.good());
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json t = nlohmann::json::parse(line);
+      if (!t.contains("spec") || !t.contains("reference") || t.value("language", "") != "python")
+        continue;
+      const std::optional<cs::TaskSpec> spec = cs::task_spec(graph::Task{t["id"], t}, "");
+      REQUIRE(spec);
+      val::Program program;
+      const std::string& reference = t["reference"].get_ref<const std::string&>();
+      program.pieces.push_back(reference);
+      const val::SpecTestResult r =
+          val::test_spec(checker, program, spec->contract, 1, {}, val::SandboxLimits{});
+      INFO(t["id"].get<std::string>() << ": " << r.message);
+      CHECK_FALSE(r.refuted);
+      ++tasks;
+      tested += r.inputs > 0;
+    }
+  }
+  CHECK(tasks >= 50);
+  CHECK(tested * 2 >= tasks);  // most specs are testable, not all merely skipped
 }

@@ -1,6 +1,7 @@
 // validate.async in real pipelines: ports, statuses and feedback over a bounded back edge
 // (with generate.llm's `candidates` facet made by a test stage), oracle mode, a private pool,
-// exactly one result per item under load, and contract errors reported before anything runs.
+// exactly one result per item under load, contract errors reported before anything runs, and
+// after constrain.z3 an unknown proof's spec tested (spec_test on and off).
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -314,4 +315,55 @@ TEST_CASE("validate.async: configuration errors are reported before anything run
              Catch::Contains("memory_mb"));
   CHECK_THAT(error_of("stages: { v: { use: validate.async } }\nedges: [ v.pass -> out ]\n"),
              Catch::Contains("fail"));
+}
+
+TEST_CASE("validate.async: an unknown proof's spec is tested, a tie goes back as feedback") {
+  // The issue's tri_max: "impossible" on ties passes tests without ties and Z3 cannot decide
+  // the string return. With spec_test (the default) a tie refutes it and the retry gets the
+  // counterexample; with spec_test: false it passes as tests_passed, as before.
+  const std::string impossible =
+      "def tri_max(a, b, c):\n    if a == b or b == c or a == c:\n        return 'impossible'\n"
+      "    return max(a, b, c)\n";
+  const std::string sorted = "def tri_max(a, b, c):\n    return sorted([a, b, c])[-1]\n";
+  const json task = {{"id", "tri"},
+                     {"language", "python"},
+                     {"entry_point", "tri_max"},
+                     {"signature", "def tri_max(a: int, b: int, c: int) -> int:"},
+                     {"spec", {{"ensures", {"result == a or result == b or result == c"}}}},
+                     {"tests", {"assert tri_max(1, 2, 3) == 3", "assert tri_max(5, 1, 2) == 5"}},
+                     {"attempts", {impossible, sorted}}};
+  auto pipeline = [](const std::string& spec_test) {
+    return R"(
+resources:
+  box: { use: sandbox.bwrap, with: { workers: 2, wall_ms: 10000 } }
+stages:
+  gen: { use: test.candidates }
+  prove: { use: constrain.z3, with: { timeout_ms: 20000 } }
+  validate: { use: validate.async, with: { sandbox: box, checks: [syntax, compile, spec, tests],
+                                           spec_test: )" +
+           spec_test + R"(, spec_test_inputs: 50 } }
+edges:
+  - gen -> prove -> validate
+  - { from: validate.fail, to: gen, back_edge: true, max_attempts: 3 }
+  - validate.pass -> out
+  - validate.error -> out
+)";
+  };
+  const json tested = run(pipeline("true"), {task})["tri"];
+  INFO(tested.dump(2));
+  CHECK(tested["status"] == "tests_passed");
+  CHECK(tested["attempts"] == 2);
+  REQUIRE(tested["history"].size() == 1);
+  const json& first = tested["history"][0]["facets"];
+  CHECK(first["verdicts"]["outcome"] == "spec_refuted");
+  CHECK(first["proof"]["decided"] == "refuted by testing (50 inputs)");
+  REQUIRE(tested["feedback"].size() == 1);
+  CHECK_THAT(tested["feedback"][0]["message"].get<std::string>(),
+             Catch::Contains("counterexample: \"tri_max(a=0, b=0, c=0) returned 'impossible'"));
+  CHECK(tested["facets"]["proof"]["decided"] == "undecided after 50 inputs");
+
+  const json untested = run(pipeline("false"), {task})["tri"];
+  CHECK(untested["status"] == "tests_passed");
+  CHECK(untested["attempts"] == 1);
+  CHECK(untested["facets"]["proof"]["decided"] == "undecided (not tested)");
 }

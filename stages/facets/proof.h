@@ -5,7 +5,10 @@
 // In the results file: {"verdict", "message", "counterexample"} at the top level (the item's
 // summary) and, per candidate, the same three under "candidates"[i] (matched by "index").
 //   verdict  verified | refuted | unknown, and at the top level also no_spec (the task has no
-//            spec: nothing was checked) or mixed (candidates disagree: read them one by one)
+//            spec: nothing was checked), spec_error (the task's spec cannot be read or uses
+//            what the spec language cannot express: the message names it; nothing was
+//            checked, the other checks still run) or mixed (candidates disagree: read them
+//            one by one)
 //   counterexample  refuted only: one line for people and prompts, e.g.
 //            "clamp(x=4, lo=0, hi=3) returned 4; ensures lo <= result <= hi (at line 4)"
 #pragma once
@@ -41,7 +44,8 @@ class ProofFacet : public graph::Facet {
   static constexpr std::string_view kName = "proof";
 
   bool has_spec = false;
-  std::string note;  // without a spec: why nothing was checked
+  std::string note;        // without a spec: why nothing was checked
+  std::string spec_error;  // the spec could not be used (verdict spec_error): why
   std::vector<CandidateProof> candidates;
   int attempt = 1;
 

@@ -660,84 +660,109 @@ std::optional<std::string> find_unsupported(const Expr& e) {
   return std::nullopt;
 }
 
-std::optional<std::pair<int64_t, int64_t>> int_bounds(const Expr& e, const SeqMaxLen& max_seq_len) {
-  using B = std::pair<int64_t, int64_t>;
-  auto both = [&](const Expr& a, const Expr& b) -> std::optional<std::pair<B, B>> {
-    auto x = int_bounds(a, max_seq_len);
-    auto y = int_bounds(b, max_seq_len);
-    if (!x || !y) return std::nullopt;
-    return std::make_pair(*x, *y);
-  };
+namespace {
+
+using Side = std::optional<int64_t>;
+
+Side add_sides(Side a, Side b, bool subtract) {
+  int64_t r = 0;
+  if (!a || !b) return std::nullopt;
+  const bool ovf =
+      subtract ? __builtin_sub_overflow(*a, *b, &r) : __builtin_add_overflow(*a, *b, &r);
+  return ovf ? Side{} : Side{r};
+}
+
+Side negate(Side a) {
+  return a && *a != INT64_MIN ? Side{-*a} : Side{};
+}
+
+// min() / max() of intervals: the side the operation keeps (min's hi, max's lo) is known when
+// any argument's is; the other side needs every argument's.
+IntInterval min_max(const std::vector<IntInterval>& xs, bool is_min) {
+  IntInterval r;
+  bool all_lo = true, all_hi = true;
+  Side any_lo, any_hi;
+  for (const auto& x : xs) {
+    auto pick = [&](Side acc, Side v) -> Side {
+      if (!v) return acc;
+      if (!acc) return v;
+      return is_min ? std::min(*acc, *v) : std::max(*acc, *v);
+    };
+    all_lo = all_lo && x.lo.has_value();
+    all_hi = all_hi && x.hi.has_value();
+    any_lo = pick(any_lo, x.lo);
+    any_hi = pick(any_hi, x.hi);
+  }
+  if (is_min) {
+    r.hi = any_hi;
+    if (all_lo) r.lo = any_lo;
+  } else {
+    r.lo = any_lo;
+    if (all_hi) r.hi = any_hi;
+  }
+  return r;
+}
+
+}  // namespace
+
+IntInterval int_interval(const Expr& e, const SeqMaxLen& max_seq_len) {
+  auto of = [&](const Expr& x) { return int_interval(x, max_seq_len); };
   switch (e->op) {
     case Op::IntLit:
-      return B{e->int_value, e->int_value};
+      return {e->int_value, e->int_value};
     case Op::Len: {
       const Expr& s = e->args[0];
       if (s->op == Op::ListLit) {
-        auto n = static_cast<int64_t>(s->args.size());
-        return B{n, n};
+        const auto n = static_cast<int64_t>(s->args.size());
+        return {n, n};
       }
       if (s->op == Op::Range) {
-        auto p = both(s->args[0], s->args[1]);
-        if (!p) return std::nullopt;
-        int64_t hi = 0;
-        if (__builtin_sub_overflow(p->second.second, p->first.first, &hi)) return std::nullopt;
-        return B{0, std::max<int64_t>(0, hi)};
+        const Side span = add_sides(of(s->args[1]).hi, of(s->args[0]).lo, true);
+        return {0, span ? Side{std::max<int64_t>(0, *span)} : Side{}};
       }
-      if (auto n = max_seq_len ? max_seq_len(s) : std::nullopt) return B{0, *n};
-      return std::nullopt;
+      if (auto n = max_seq_len ? max_seq_len(s) : std::nullopt) return {0, *n};
+      return {0, std::nullopt};
     }
     case Op::Add:
     case Op::Sub: {
-      auto p = both(e->args[0], e->args[1]);
-      if (!p) return std::nullopt;
-      auto [a, b] = *p;
-      B r{};
-      bool ovf = e->op == Op::Add ? (__builtin_add_overflow(a.first, b.first, &r.first) ||
-                                     __builtin_add_overflow(a.second, b.second, &r.second))
-                                  : (__builtin_sub_overflow(a.first, b.second, &r.first) ||
-                                     __builtin_sub_overflow(a.second, b.first, &r.second));
-      if (ovf) return std::nullopt;
-      return r;
+      const IntInterval a = of(e->args[0]), b = of(e->args[1]);
+      if (e->op == Op::Add) return {add_sides(a.lo, b.lo, false), add_sides(a.hi, b.hi, false)};
+      return {add_sides(a.lo, b.hi, true), add_sides(a.hi, b.lo, true)};
     }
     case Op::Neg: {
-      auto a = int_bounds(e->args[0], max_seq_len);
-      if (!a || a->first == INT64_MIN) return std::nullopt;
-      return B{-a->second, -a->first};
+      const IntInterval a = of(e->args[0]);
+      return {negate(a.hi), negate(a.lo)};
     }
     case Op::Abs: {
-      auto a = int_bounds(e->args[0], max_seq_len);
-      if (!a || a->first == INT64_MIN) return std::nullopt;
-      int64_t hi = std::max(-a->first, a->second);
-      int64_t lo =
-          (a->first <= 0 && a->second >= 0) ? 0 : std::min(std::abs(a->first), std::abs(a->second));
-      return B{lo, hi};
+      const IntInterval a = of(e->args[0]);
+      IntInterval r{0, std::nullopt};
+      if (a.lo && *a.lo >= 0) r.lo = a.lo;
+      if (a.hi && *a.hi <= 0) r.lo = negate(a.hi);
+      if (a.lo && a.hi) {
+        const Side n = negate(a.lo);
+        if (n) r.hi = std::max(*n, *a.hi);
+      }
+      return r;
     }
     case Op::Min:
     case Op::Max: {
-      std::optional<B> acc;
-      for (const auto& x : e->args) {
-        auto b = int_bounds(x, max_seq_len);
-        if (!b) return std::nullopt;
-        if (!acc) {
-          acc = b;
-        } else if (e->op == Op::Min) {
-          acc = B{std::min(acc->first, b->first), std::min(acc->second, b->second)};
-        } else {
-          acc = B{std::max(acc->first, b->first), std::max(acc->second, b->second)};
-        }
-      }
-      return acc;
+      std::vector<IntInterval> xs;
+      for (const auto& x : e->args) xs.push_back(of(x));
+      return min_max(xs, e->op == Op::Min);
     }
-    case Op::Ite: {
-      auto p = both(e->args[1], e->args[2]);
-      if (!p) return std::nullopt;
-      return B{std::min(p->first.first, p->second.first),
-               std::max(p->first.second, p->second.second)};
+    case Op::Ite: {  // either branch: the lower of the lows, the higher of the highs
+      const std::vector<IntInterval> xs = {of(e->args[1]), of(e->args[2])};
+      return {min_max(xs, true).lo, min_max(xs, false).hi};
     }
     default:
-      return std::nullopt;
+      return {};
   }
+}
+
+std::optional<std::pair<int64_t, int64_t>> int_bounds(const Expr& e, const SeqMaxLen& max_seq_len) {
+  const IntInterval r = int_interval(e, max_seq_len);
+  if (!r.lo || !r.hi) return std::nullopt;
+  return std::pair{*r.lo, *r.hi};
 }
 
 }  // namespace vsynth::solvers

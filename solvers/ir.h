@@ -203,11 +203,17 @@ std::vector<std::pair<std::string, Sort>> free_vars(const Expr& e);
 // The first Unsupported node's detail, if any (an Unsupported node makes a check inconclusive
 // unless it can be proved without it).
 std::optional<std::string> find_unsupported(const Expr& e);
-// Static bounds [lo, hi] of an Int expression from literals, len() (of a list literal, a
-// range() with bounded ends, or any sequence `seq_max_len` can bound), + - unary minus, min/max,
-// abs, if-else; nullopt when no finite bound follows. The backend uses it to unroll
-// all()/any() over range(a, b) exactly.
+// Static bounds of an Int expression from literals, len() (>= 0 always; above by a list
+// literal's size, a range() with bounded ends, or any sequence `seq_max_len` can bound), + -
+// unary minus, min/max, abs, if-else. Each side is known or not on its own: min(abs(b), 9) is
+// within [0, 9] whatever b is. The backend uses them to unroll all()/any() over range(a, b)
+// exactly when the span has a static bound.
 using SeqMaxLen = std::function<std::optional<int64_t>(const Expr& seq)>;
+struct IntInterval {
+  std::optional<int64_t> lo, hi;
+};
+IntInterval int_interval(const Expr& e, const SeqMaxLen& seq_max_len);
+// Both sides of int_interval, or nullopt when either is unknown.
 std::optional<std::pair<int64_t, int64_t>> int_bounds(const Expr& e, const SeqMaxLen& seq_max_len);
 
 }  // namespace vsynth::solvers

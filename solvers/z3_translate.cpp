@@ -171,10 +171,12 @@ Val Translator::sequence(const Expr& e) {
   s->len = z3::ite(hi > lo, hi - lo, ctx_.int_val(0));
   s->at = [lo](const z3::expr& i) { return lo + i; };
   auto cb = [this](const Expr& q) { return seq_bound(q); };
-  auto bl = int_bounds(e->args[0], cb);
-  auto bh = int_bounds(e->args[1], cb);
+  // The span is bounded by the end's highest value minus the start's lowest; neither end needs
+  // its other side (range(2, min(abs(b), 9) + 2) has at most 9 elements whatever b is).
+  const auto bl = int_interval(e->args[0], cb).lo;
+  const auto bh = int_interval(e->args[1], cb).hi;
   int64_t span = 0;
-  if (bl && bh && !__builtin_sub_overflow(bh->second, bl->first, &span) && span <= kMaxUnroll) {
+  if (bl && bh && !__builtin_sub_overflow(*bh, *bl, &span) && span <= kMaxUnroll) {
     s->bounded = true;
     s->max_len = static_cast<unsigned>(std::max<int64_t>(0, span));
     z3::context& ctx = ctx_;
@@ -216,6 +218,39 @@ Val Translator::seq_compare_eq(const Val& a, const Val& b, const Expr& e) {
                                           : z3::implies(a.seq->len > static_cast<int>(k), same));
   }
   return scalar(Sort::Bool, mk_and(ctx_, parts));
+}
+
+// Python evaluates all()/any() element by element and stops at the first element that decides
+// it (all: a False body, any: a True one), so the body raises for the call exactly when some
+// element i in range is undefined while every earlier element j is defined and does not
+// decide: exists i. in_range(i) & !defined(i) & forall j in [lo, i). defined(j) & goes_on(j).
+z3::expr Translator::raises_first(bool is_all, const z3::expr& i, const z3::expr& lo,
+                                  const z3::expr& in_range, const z3::expr& body,
+                                  const std::vector<Obligation>& inner) {
+  std::vector<z3::expr> defs;
+  for (const Obligation& o : inner) defs.push_back(o.holds);
+  const z3::expr defined_i = mk_and(ctx_, defs);
+  const z3::expr j = ctx_.int_const(("!" + i.decl().name().str() + "_before").c_str());
+  z3::expr_vector from(ctx_), to(ctx_);
+  from.push_back(i);
+  to.push_back(j);
+  z3::expr defined_j = mk_and(ctx_, defs).substitute(from, to);
+  z3::expr body_j = z3::expr(body).substitute(from, to);
+  const z3::expr goes_on_j = is_all ? body_j : !body_j;
+  return z3::exists(i, in_range && !defined_i &&
+                           z3::forall(j, z3::implies(lo <= j && j < i, defined_j && goes_on_j)));
+}
+
+// The exception text for a body that may raise: Python's own when every way it can raise is
+// the same exception, else a plain statement.
+std::string Translator::inner_error(const Expr& e, const std::vector<Obligation>& inner) const {
+  const std::string first = inner.front().error.substr(0, inner.front().error.find(':'));
+  for (const Obligation& o : inner) {
+    if (o.error.substr(0, o.error.find(':')) != first) {
+      return "the body of " + snippet(e) + " raised";
+    }
+  }
+  return first + ": in the body of " + snippet(e);
 }
 
 Val Translator::quantify(const Expr& e) {
@@ -262,13 +297,9 @@ Val Translator::quantify(const Expr& e) {
   std::vector<Obligation> inner;
   inner.swap(obligations_);
   obligations_ = std::move(outer);
-  if (!inner.empty()) {
-    // Which element raises first depends on the short-circuit order: not modelled for an
-    // unbounded range, so the definedness is abstracted.
-    abstract(to_python(e) + ": the body may raise for some element of an unbounded range");
-    oblige(vars_.fresh(Sort::Bool, "raises").z(), "the body of " + snippet(e) + " raised");
-  }
   z3::expr in_range = *s.lo <= i && i < *s.hi;
+  if (!inner.empty())
+    oblige(!raises_first(is_all, i, *s.lo, in_range, b, inner), inner_error(e, inner));
   return scalar(Sort::Bool,
                 is_all ? z3::forall(i, z3::implies(in_range, b)) : z3::exists(i, in_range && b));
 }

@@ -18,9 +18,18 @@ void prove_item(graph::Item& item, const ProofSettings& settings) {
   if (settings.max_candidates > 0 && programs.size() > static_cast<size_t>(settings.max_candidates))
     programs.resize(static_cast<size_t>(settings.max_candidates));
 
-  const std::optional<TaskSpec> spec = task_spec(item.task(), settings.language);
   auto& facet = item.emplace<ProofFacet>();
   facet.attempt = item.attempt();
+  std::optional<TaskSpec> spec;
+  try {
+    spec = task_spec(item.task(), settings.language);
+  } catch (const ConstraintError& e) {
+    // The spec is the task's data: one the language cannot read or express is said in the
+    // record (verdict spec_error, naming the construct), and the candidates go on to their
+    // other checks; it never turns the task into a run-time `error`.
+    facet.spec_error = e.what();
+    return;
+  }
   if (!spec) {
     facet.note = "the task has no spec: nothing to prove";
     return;

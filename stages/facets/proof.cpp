@@ -63,6 +63,7 @@ std::string CandidateProof::decided() const {
 }
 
 std::string ProofFacet::verdict() const {
+  if (!spec_error.empty()) return "spec_error";
   if (!has_spec) return "no_spec";
   if (candidates.empty()) return "unknown";
   const solvers::Verdict v = candidates.front().verdict;
@@ -84,7 +85,7 @@ ProofFacet::Summary ProofFacet::summary(std::size_t index) const {
   }
   s.verdict = verdict();
   if (!has_spec) {
-    s.message = note;
+    s.message = spec_error.empty() ? note : spec_error;
   } else if (!candidates.empty() && s.verdict != "mixed") {
     const CandidateProof& first = candidates.front();
     s.message = first.message;

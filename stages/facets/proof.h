@@ -5,7 +5,10 @@
 // In the results file: {"verdict", "message", "counterexample"} at the top level (the item's
 // summary) and, per candidate, the same three under "candidates"[i] (matched by "index").
 //   verdict  verified | refuted | unknown, and at the top level also no_spec (the task has no
-//            spec: nothing was checked) or mixed (candidates disagree: read them one by one)
+//            spec: nothing was checked), spec_error (the task's spec cannot be read or uses
+//            what the spec language cannot express: the message names it; nothing was
+//            checked, the other checks still run) or mixed (candidates disagree: read them
+//            one by one)
 //   counterexample  refuted only: one line for people and prompts, e.g.
 //            "clamp(x=4, lo=0, hi=3) returned 4; ensures lo <= result <= hi (at line 4)"
 //   decided  how the verdict was reached: proved | refuted by proof | refuted by testing (N
@@ -66,7 +69,8 @@ class ProofFacet : public graph::Facet {
   // The contract proved against (with a spec): validate.async tests it when a proof is
   // unknown, without parsing the task a second time.
   std::shared_ptr<const solvers::Contract> contract;
-  std::string note;  // without a spec: why nothing was checked
+  std::string note;        // without a spec: why nothing was checked
+  std::string spec_error;  // the spec could not be used (verdict spec_error): why
   std::vector<CandidateProof> candidates;
   int attempt = 1;
 

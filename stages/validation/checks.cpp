@@ -380,6 +380,9 @@ CheckVerdict Checker::spec(const graph::Item& item, std::size_t candidate) {
       v.message += "\ncounterexample: " +
                    trim_message(nlohmann::json(*proved.counterexample).dump(), 5, 400);
     }
+  } else if (verdict == "spec_error") {
+    v.status = Status::Skipped;
+    v.message = "the spec was not checked: " + message;
   } else {
     v.status = Status::Skipped;
     v.message = "the proof is undecided (" + (verdict.empty() ? "no verdict" : verdict) + ")";

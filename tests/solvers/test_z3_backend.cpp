@@ -117,6 +117,16 @@ TEST_CASE("sequences: Python indexing, len, sum, min, all/any, membership", "[z3
   CHECK(prove({parse("n > 10", p)}, parse("any(k == 5 for k in range(n))", p)) == Status::Unsat);
   CHECK(prove({}, parse("all(k * 0 == 0 for k in range(n))", p)) == Status::Unsat);
   CHECK(prove({}, parse("i in range(n) or i < 0 or i >= n", p)) == Status::Unsat);
+  // Their bodies raise exactly when Python's would: at the first element that raises before
+  // one decides the call (all: a False body; any: a True one).
+  const Expr n_gt_3 = parse("n > 3", p);
+  CHECK(prove({n_gt_3}, parse("all(n % k >= 0 for k in range(1, n + 1))", p)) == Status::Unsat);
+  CHECK(prove({n_gt_3}, parse("not all(n // (2 - k) > n for k in range(0, n))", p)) ==
+        Status::Unsat);  // k = 0 decides False; k = 2 would raise but is never reached
+  // k = 0 decides True: never a refutation (Z3 may answer unknown on the alternation).
+  CHECK(prove({n_gt_3}, parse("any(n // (2 - k) > 0 for k in range(0, n))", p)) != Status::Sat);
+  CHECK(prove({n_gt_3}, parse("all(n // (2 - k) >= 0 for k in range(0, n)) or True", p)) ==
+        Status::Sat);  // k = 0, 1 go on, k = 2 raises ZeroDivisionError before `or`
 }
 
 TEST_CASE("push/pop restores facts, declarations and tracked assertions", "[z3]") {

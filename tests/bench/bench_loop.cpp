@@ -5,7 +5,9 @@
 //   single       pipelines/synthesize.yaml with max_attempts 1: one sample, no loop
 //   loop         pipelines/synthesize.yaml with max_attempts N (visible tests only)
 //   constrained  pipelines/constrained.yaml with max_attempts N (Z3 forward check while
-//                decoding, proof, visible tests)
+//                decoding, proof, visible tests; the spec tested where the proof is unknown)
+//   constrained-untested  the same with validate.async's spec_test off: the "before" of spec
+//                testing (issue 17)
 //   oracle       pipelines/synthesize.yaml with max_attempts N and tests_visibility: oracle:
 //                the loop itself runs the hidden tests, so its pass rate is an oracle pass@N,
 //                an upper bound reported separately, never a result of the method
@@ -13,7 +15,9 @@
 // Per configuration: hidden-test pass rate of the final answer (pass@1 of the returned code),
 // what the loop itself claimed, fraction verified by the proof, syntax-error rate of the
 // returned code (tree-sitter), mean attempts, the forward hook's per-token overhead and Z3's
-// share of decode time (constrained), and wall time. Prints a table, writes JSON (rewritten after
+// share of decode time (constrained), wall time, and for spec testing: candidates whose
+// unknown proof testing refuted, answers claimed passed that fail the hidden tests, and the
+// spec test's cost per candidate (ms p50/p95). Prints a table, writes JSON (rewritten after
 // each configuration, so a long run that is stopped keeps what it measured). --every K takes
 // every K-th task of the file (a spread sample when the whole file would take too long).
 //
@@ -32,6 +36,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,6 +60,7 @@ struct Config {
   std::string pipeline;  // relative to the source tree
   int attempts = 1;
   bool oracle = false;
+  std::optional<bool> spec_test;  // validate.async's spec_test, when set
 };
 
 class TaskSource : public graph::Source {
@@ -103,6 +109,10 @@ struct Row {
   int proved_any = 0;     // tasks whose final candidate got a proof verdict at all
   int syntax_errors = 0;  // returned code does not parse
   int no_answer = 0;      // no candidate at all (generation error)
+  int claimed_hidden_fail = 0;  // claimed passed, but the answer fails the hidden tests
+  int refuted_by_testing = 0;   // candidate proofs (every attempt) that spec testing refuted
+  int tested = 0;               // candidate proofs (every attempt) whose spec was tested
+  std::vector<double> spec_test_ms;  // per tested candidate
   double attempts_sum = 0;
   std::vector<double> hook_p50, hook_p99;  // per candidate, µs per token
   double z3_us = 0, hook_wall_us = 0;
@@ -139,6 +149,23 @@ std::string final_proof(const nlohmann::json& rec) {
   return p.value("verdict", "");
 }
 
+// Every candidate proof of a record, over all attempts (history entries keep each attempt's).
+void count_spec_testing(const nlohmann::json& rec, Row& row) {
+  auto add = [&](const nlohmann::json& facets) {
+    if (!facets.contains("proof")) return;
+    for (const auto& c : facets["proof"].value("candidates", nlohmann::json::array())) {
+      if (!c.contains("testing")) continue;
+      ++row.tested;
+      row.spec_test_ms.push_back(c["testing"].value("ms", 0.0));
+      if (c.value("decided", "").rfind("refuted by testing", 0) == 0) ++row.refuted_by_testing;
+    }
+  };
+  for (const auto& h : rec.value("history", nlohmann::json::array())) {
+    if (h.contains("facets")) add(h["facets"]);
+  }
+  add(rec["facets"]);
+}
+
 Row run_config(const Config& cfg, const std::vector<graph::Task>& tasks, const graph::Registry& reg,
                const val::Checker& checker) {
   graph::Diagnostics diags;
@@ -147,6 +174,13 @@ Row run_config(const Config& cfg, const std::vector<graph::Task>& tasks, const g
   if (!diags.empty()) throw std::runtime_error(diags.format());
   for (auto& e : spec.edges) {
     if (e.back_edge) e.max_attempts = cfg.attempts;
+  }
+  if (cfg.spec_test) {
+    for (auto& s : spec.stages) {
+      if (s.use == "validate.async") {
+        s.with.push_back({"spec_test", s.mark, YAML::Node(*cfg.spec_test)});
+      }
+    }
   }
   if (cfg.oracle) {
     for (auto& s : spec.stages) {
@@ -176,6 +210,7 @@ Row run_config(const Config& cfg, const std::vector<graph::Task>& tasks, const g
     row.attempts_sum += rec.value("attempts", 1);
     row.statuses[rec.value("status", "")]++;
     if (rec.value("passed", false)) ++row.claimed_pass;
+    count_spec_testing(rec, row);
     const std::string proof = final_proof(rec);
     if (!proof.empty() && proof != "no_spec") ++row.proved_any;
     if (proof == "verified") ++row.verified;
@@ -209,6 +244,7 @@ Row run_config(const Config& cfg, const std::vector<graph::Task>& tasks, const g
     if (hidden.status == val::Status::Skipped) continue;
     ++row.hidden_scored;
     if (hidden.status == val::Status::Pass) ++row.hidden_pass;
+    if (hidden.status != val::Status::Pass && rec.value("passed", false)) ++row.claimed_hidden_fail;
   }
   return row;
 }
@@ -240,7 +276,7 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) {
   std::string tasks_path = std::string(VSYNTH_SOURCE_DIR) + "/examples/tasks/synthesize.jsonl";
   std::string json_path = "bench_loop.json";
-  std::string configs_arg = "single,loop,constrained,oracle";
+  std::string configs_arg = "single,loop,constrained,oracle";  // + constrained-untested
   int limit = 0, attempts = 8, every = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -309,11 +345,15 @@ int main(int argc, char** argv) {
     } else if (name == "loop") {
       configs.push_back({name, "pipelines/synthesize.yaml", attempts, false});
     } else if (name == "constrained") {
-      configs.push_back({name, "pipelines/constrained.yaml", attempts, false});
+      configs.push_back({name, "pipelines/constrained.yaml", attempts, false, true});
+    } else if (name == "constrained-untested") {
+      configs.push_back({name, "pipelines/constrained.yaml", attempts, false, false});
     } else if (name == "oracle") {
       configs.push_back({name, "pipelines/synthesize.yaml", attempts, true});
     } else {
-      std::fprintf(stderr, "bench_loop: unknown config `%s` (single, loop, constrained, oracle)\n",
+      std::fprintf(stderr,
+                   "bench_loop: unknown config `%s` (single, loop, constrained, "
+                   "constrained-untested, oracle)\n",
                    name.c_str());
       return 2;
     }
@@ -356,6 +396,13 @@ int main(int argc, char** argv) {
         hooked ? fmt::format("{:.1f}", p99) : "-", hooked ? fmt::format("{:.4f}", z3share) : "-",
         r.wall_s));
     std::fprintf(stderr, "%s\n%s\n", header.c_str(), lines.back().c_str());
+    if (r.tested > 0 || c.spec_test) {
+      lines.back() += fmt::format(
+          "\n{:<12} spec tested {} candidate(s), refuted {}; claimed passed but hidden fail {}; "
+          "spec test ms p50 {:.1f} p95 {:.1f}",
+          "", r.tested, r.refuted_by_testing, r.claimed_hidden_fail, percentile(r.spec_test_ms, 50),
+          percentile(r.spec_test_ms, 95));
+    }
     nlohmann::json j;
     j["pipeline"] = c.pipeline;
     j["max_attempts"] = c.attempts;
@@ -369,6 +416,11 @@ int main(int argc, char** argv) {
     j["proved_any"] = r.proved_any;
     j["syntax_errors"] = r.syntax_errors;
     j["no_answer"] = r.no_answer;
+    j["claimed_hidden_fail"] = r.claimed_hidden_fail;
+    j["spec_tested"] = r.tested;
+    j["refuted_by_testing"] = r.refuted_by_testing;
+    j["spec_test_ms_p50"] = percentile(r.spec_test_ms, 50);
+    j["spec_test_ms_p95"] = percentile(r.spec_test_ms, 95);
     j["mean_attempts"] = r.attempts_sum / r.tasks;
     j["statuses"] = r.statuses;
     if (hooked) {

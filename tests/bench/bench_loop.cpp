@@ -60,7 +60,7 @@ struct Config {
   std::string pipeline;  // relative to the source tree
   int attempts = 1;
   bool oracle = false;
-  std::optional<bool> spec_test;  // validate.async's spec_test, when set
+  std::optional<bool> spec_test = {};  // validate.async's spec_test, when set
 };
 
 class TaskSource : public graph::Source {
@@ -102,16 +102,16 @@ double percentile(std::vector<double> v, double p) {
 struct Row {
   std::string name;
   int tasks = 0;
-  int hidden_pass = 0;    // final answer passes the hidden tests
-  int hidden_scored = 0;  // tasks with hidden tests and a final answer to score
-  int claimed_pass = 0;   // the loop's own verdict (visible tests / spec, or oracle)
-  int verified = 0;       // final candidate's proof verdict is `verified`
-  int proved_any = 0;     // tasks whose final candidate got a proof verdict at all
-  int syntax_errors = 0;  // returned code does not parse
-  int no_answer = 0;      // no candidate at all (generation error)
-  int claimed_hidden_fail = 0;  // claimed passed, but the answer fails the hidden tests
-  int refuted_by_testing = 0;   // candidate proofs (every attempt) that spec testing refuted
-  int tested = 0;               // candidate proofs (every attempt) whose spec was tested
+  int hidden_pass = 0;               // final answer passes the hidden tests
+  int hidden_scored = 0;             // tasks with hidden tests and a final answer to score
+  int claimed_pass = 0;              // the loop's own verdict (visible tests / spec, or oracle)
+  int verified = 0;                  // final candidate's proof verdict is `verified`
+  int proved_any = 0;                // tasks whose final candidate got a proof verdict at all
+  int syntax_errors = 0;             // returned code does not parse
+  int no_answer = 0;                 // no candidate at all (generation error)
+  int claimed_hidden_fail = 0;       // claimed passed, but the answer fails the hidden tests
+  int refuted_by_testing = 0;        // candidate proofs (every attempt) that spec testing refuted
+  int tested = 0;                    // candidate proofs (every attempt) whose spec was tested
   std::vector<double> spec_test_ms;  // per tested candidate
   double attempts_sum = 0;
   std::vector<double> hook_p50, hook_p99;  // per candidate, µs per token

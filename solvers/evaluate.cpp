@@ -191,6 +191,17 @@ class Evaluator {
       case Op::All:
       case Op::Any:
         return quantifier(e);
+      case Op::SumOf: {
+        Int128 total = 0;
+        const std::string& name = e->args[0]->text;
+        for (Int128 x : list_of(e->args[1])) {
+          bound_.emplace_back(name, Concrete::of_int(x));
+          const Int128 v = int_of(e->args[2]);
+          bound_.pop_back();
+          total = add(total, v);
+        }
+        return Concrete::of_int(total);
+      }
       default:
         throw NotEvaluable{"`" + to_python(e) + "` is not evaluated"};
     }

@@ -97,6 +97,8 @@ std::string_view op_symbol(Op op) {
       return "all()";
     case Op::Any:
       return "any()";
+    case Op::SumOf:
+      return "sum()";
     default:
       return "?";
   }
@@ -251,11 +253,17 @@ Expr quantifier(Op op, Expr bound, Expr domain, Expr body) {
   if (bound->op != Op::Var || bound->sort != Sort::Int)
     throw SolverError("solvers: the bound variable of " + std::string(op_symbol(op)) +
                       " must be an int var(), got " + to_python(bound));
-  if (auto p = poisoned(op, Sort::Bool, {domain, body})) return *p;
+  const Sort result = op == Op::SumOf ? Sort::Int : Sort::Bool;
+  if (auto p = poisoned(op, result, {domain, body})) return *p;
   if (domain->sort != Sort::IntSeq)
     sort_error(op, {domain}, "the domain must be a list[int] or range()");
-  if (body->sort != Sort::Bool) sort_error(op, {body}, "the body must be bool");
-  return make(op, Sort::Bool, {std::move(bound), std::move(domain), std::move(body)});
+  if (op == Op::SumOf) {
+    body = bool_as_int(body);
+    if (body->sort != Sort::Int) sort_error(op, {body}, "the body must be int or bool");
+  } else if (body->sort != Sort::Bool) {
+    sort_error(op, {body}, "the body must be bool");
+  }
+  return make(op, result, {std::move(bound), std::move(domain), std::move(body)});
 }
 
 bool is_identifier(std::string_view s) {
@@ -613,6 +621,9 @@ Expr all(Expr bound, Expr domain, Expr body) {
 Expr any(Expr bound, Expr domain, Expr body) {
   return quantifier(Op::Any, std::move(bound), std::move(domain), std::move(body));
 }
+Expr sum_of(Expr bound, Expr domain, Expr body) {
+  return quantifier(Op::SumOf, std::move(bound), std::move(domain), std::move(body));
+}
 
 }  // namespace ir
 
@@ -640,7 +651,7 @@ std::vector<std::pair<std::string, Sort>> free_vars(const Expr& e) {
         out.emplace_back(x->text, x->sort);
       return;
     }
-    if (x->op == Op::All || x->op == Op::Any) {
+    if (x->op == Op::All || x->op == Op::Any || x->op == Op::SumOf) {
       walk(x->args[1]);  // the domain is evaluated outside the binding
       bound.push_back(x->args[0]->text);
       walk(x->args[2]);

@@ -86,6 +86,9 @@ enum class Op : uint8_t {
   // Bounded quantification: args: bound Var (Int), domain (IntSeq or Range), body (Bool).
   All,
   Any,
+  // sum(body for name in domain): args: bound Var (Int), domain, body (Int; a Bool body counts
+  // as 1 or 0, as Python's sum of bools does). Int result.
+  SumOf,
 };
 
 class Node;
@@ -191,6 +194,8 @@ Expr py_or(Expr a, Expr b);
 // all(body for name in domain) / any(...); `bound` must be an Int var() used in body.
 Expr all(Expr bound, Expr domain, Expr body);
 Expr any(Expr bound, Expr domain, Expr body);
+// sum(body for name in domain): a Bool body counts as 1 if true else 0.
+Expr sum_of(Expr bound, Expr domain, Expr body);
 
 }  // namespace ir
 

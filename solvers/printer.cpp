@@ -216,8 +216,12 @@ class Printer {
                print(e->args[2], kTernary);
       case Op::All:
       case Op::Any:
-        return std::string(e->op == Op::All ? "all(" : "any(") + print(e->args[2], kTernary) +
-               " for " + e->args[0]->text + " in " + print(e->args[1], kOr) + ")";
+      case Op::SumOf:
+        return std::string(e->op == Op::All   ? "all("
+                           : e->op == Op::Any ? "any("
+                                              : "sum(") +
+               print(e->args[2], kTernary) + " for " + e->args[0]->text + " in " +
+               print(e->args[1], kOr) + ")";
     }
     return "?";
   }

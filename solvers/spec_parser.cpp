@@ -667,8 +667,9 @@ class Parser {
     }
     if (top_level_for(pos_, close)) {
       pos_ = close + 1;
-      return ir::unsupported(Sort::Opaque, source(start, pos_),
-                             "generator expressions are modelled only inside all()/any()");
+      return ir::unsupported(
+          Sort::Opaque, source(start, pos_),
+          "generator expressions are modelled only inside all(), any() and sum()");
     }
     Expr first = ternary();
     if (accept_punct(")")) return first;
@@ -759,10 +760,12 @@ class Parser {
     }
 
     if (gen) {
-      if (fn == "all" || fn == "any") return comprehension(fn == "all", pos_, gen, close);
+      if (fn == "all") return comprehension(Gen::All, pos_, gen, close);
+      if (fn == "any") return comprehension(Gen::Any, pos_, gen, close);
+      if (fn == "sum") return comprehension(Gen::Sum, pos_, gen, close);
       skip_validating(pos_, close);
       pos_ = close + 1;
-      return ir::unsupported(fn == "sum" || fn == "min" || fn == "max" ? Sort::Int : Sort::Opaque,
+      return ir::unsupported(fn == "min" || fn == "max" ? Sort::Int : Sort::Opaque,
                              source(start, pos_), fn + "() over a generator is not modelled");
     }
 
@@ -806,9 +809,13 @@ class Parser {
     });
   }
 
-  // all(body for x in d1 if c1 for y in d2 ...): the for-clauses are parsed first so that the
-  // body sees their targets; `body_at`/`for_at`/`close` are token indices.
-  Expr comprehension(bool is_all, size_t body_at, size_t for_at, size_t close) {
+  // all(body for x in d1 if c1 for y in d2 ...), any(...), sum(...): the for-clauses are parsed
+  // first so that the body sees their targets; `body_at`/`for_at`/`close` are token indices.
+  // Nested clauses nest the IR; an `if` guards what follows it (all: implies, any: and, sum:
+  // the element counts 0).
+  enum class Gen { All, Any, Sum };
+  Expr comprehension(Gen kind, size_t body_at, size_t for_at, size_t close) {
+    const bool is_all = kind == Gen::All;
     struct Clause {
       std::string name;
       Expr domain;
@@ -844,7 +851,14 @@ class Parser {
     bound_.resize(bound_before);
     pos_ = close + 1;
 
-    Expr e = build(body_pos, [&] { return ir::truthy(body); });
+    Expr e = build(body_pos, [&] {
+      if (kind != Gen::Sum) return ir::truthy(body);
+      if (body->sort == Sort::Bool) return ir::ite(body, ir::int_lit(1), ir::int_lit(0));
+      if (body->sort != Sort::Int)
+        fail(body_pos, "sum() over a generator adds ints or bools, got " +
+                           std::string(sort_name(body->sort)));
+      return body;
+    });
     for (auto it = clauses.rbegin(); it != clauses.rend(); ++it) {
       const Clause& c = *it;
       e = build(c.at, [&] {
@@ -853,9 +867,12 @@ class Parser {
         Expr inner = e;
         if (!conds.empty()) {
           Expr guard = ir::and_(conds);
-          inner = is_all ? ir::implies(guard, inner) : ir::and_({guard, inner});
+          inner = kind == Gen::All   ? ir::implies(guard, inner)
+                  : kind == Gen::Any ? ir::and_({guard, inner})
+                                     : ir::ite(guard, inner, ir::int_lit(0));
         }
         Expr v = ir::var(c.name, Sort::Int);
+        if (kind == Gen::Sum) return ir::sum_of(v, c.domain, inner);
         return is_all ? ir::all(v, c.domain, inner) : ir::any(v, c.domain, inner);
       });
     }

@@ -173,8 +173,17 @@ Val Translator::sequence(const Expr& e) {
   auto cb = [this](const Expr& q) { return seq_bound(q); };
   // The span is bounded by the end's highest value minus the start's lowest; neither end needs
   // its other side (range(2, min(abs(b), 9) + 2) has at most 9 elements whatever b is).
-  const auto bl = int_interval(e->args[0], cb).lo;
-  const auto bh = int_interval(e->args[1], cb).hi;
+  // An end with no static bound may still be a constant here: inside an unrolled loop its
+  // bound variables are the loop's numerals (range(k, 4) for k = 0, 1, 2).
+  auto constant = [](const z3::expr& x) -> std::optional<int64_t> {
+    int64_t v = 0;
+    if (z3::expr(x).simplify().is_numeral_i64(v)) return v;
+    return std::nullopt;
+  };
+  auto bl = int_interval(e->args[0], cb).lo;
+  auto bh = int_interval(e->args[1], cb).hi;
+  if (!bl) bl = constant(lo);
+  if (!bh) bh = constant(hi);
   int64_t span = 0;
   if (bl && bh && !__builtin_sub_overflow(*bh, *bl, &span) && span <= kMaxUnroll) {
     s->bounded = true;
@@ -251,6 +260,26 @@ std::string Translator::inner_error(const Expr& e, const std::vector<Obligation>
     }
   }
   return first + ": in the body of " + snippet(e);
+}
+
+// sum(body for x in domain): unrolled over a bounded domain, every element's body evaluated (no
+// short circuit: any raise raises); an unbounded one has no closed form and is abstracted.
+Val Translator::sum_of(const Expr& e) {
+  const std::string& name = e->args[0]->text;
+  Val dom = value(e->args[1]);
+  const SeqVal& s = *dom.seq;
+  if (!s.bounded) return abstracted(Sort::Int, to_python(e) + ": sum over an unbounded range");
+  z3::expr total = ctx_.int_val(0);
+  for (unsigned k = 0; k < s.max_len; ++k) {
+    const bool sure = surely_has(s, k);
+    const z3::expr exists = s.len > static_cast<int>(k);
+    env_.emplace_back(name, scalar(Sort::Int, s.elem(k)));
+    const z3::expr b =
+        sure ? value(e->args[2]).z() : guarded(exists, [&] { return value(e->args[2]).z(); });
+    env_.pop_back();
+    total = total + (sure ? b : z3::ite(exists, b, ctx_.int_val(0)));
+  }
+  return scalar(Sort::Int, total);
 }
 
 Val Translator::quantify(const Expr& e) {
@@ -483,6 +512,8 @@ Val Translator::value(const Expr& e) {
     case Op::All:
     case Op::Any:
       return quantify(e);
+    case Op::SumOf:
+      return sum_of(e);
   }
   throw SolverError("solvers: unknown IR operator");
 }

@@ -89,6 +89,7 @@ class Translator {
   z3::expr floor_div_mod(const Expr& e, const z3::expr& a, const z3::expr& b, bool want_div);
   Val seq_compare_eq(const Val& a, const Val& b, const Expr& e);
   Val quantify(const Expr& e);
+  Val sum_of(const Expr& e);
   z3::expr raises_first(bool is_all, const z3::expr& i, const z3::expr& lo,
                         const z3::expr& in_range, const z3::expr& body,
                         const std::vector<Obligation>& inner);

@@ -113,6 +113,7 @@ struct Row {
   int refuted_by_testing = 0;        // candidate proofs (every attempt) that spec testing refuted
   int tested = 0;                    // candidate proofs (every attempt) whose spec was tested
   std::vector<double> spec_test_ms;  // per tested candidate
+  nlohmann::json per_task = nlohmann::json::object();  // id -> {status, claimed, hidden}
   double attempts_sum = 0;
   std::vector<double> hook_p50, hook_p99;  // per candidate, µs per token
   double z3_us = 0, hook_wall_us = 0;
@@ -241,6 +242,9 @@ Row run_config(const Config& cfg, const std::vector<graph::Task>& tasks, const g
     program.pieces = {code};
     if (checker.syntax(program, language).status == val::Status::Fail) ++row.syntax_errors;
     const val::CheckVerdict hidden = val::score_hidden(task, {code}, checker);
+    row.per_task[task.id] = {{"status", rec.value("status", "")},
+                             {"claimed", rec.value("passed", false)},
+                             {"hidden", hidden.status == val::Status::Pass}};
     if (hidden.status == val::Status::Skipped) continue;
     ++row.hidden_scored;
     if (hidden.status == val::Status::Pass) ++row.hidden_pass;
@@ -423,6 +427,7 @@ int main(int argc, char** argv) {
     j["spec_test_ms_p95"] = percentile(r.spec_test_ms, 95);
     j["mean_attempts"] = r.attempts_sum / r.tasks;
     j["statuses"] = r.statuses;
+    j["per_task"] = r.per_task;
     if (hooked) {
       j["hook_p50_us_median_of_candidates"] = p50;
       j["hook_p99_us_p99_of_candidates"] = p99;

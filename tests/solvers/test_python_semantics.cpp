@@ -35,6 +35,10 @@ const std::vector<std::string> kExpressions = {
     "len([a, b]) + (a != b)",
     "all(a % k != 0 for k in range(2, min(abs(b), 9) + 2))",
     "any(k * k == a for k in range(0, 12))",
+    "sum(k * a for k in range(0, min(abs(b), 6)))",
+    "sum(1 for k in range(-3, 4) if k * k < a)",
+    "sum(k > b for k in range(0, 5)) + sum(a // k for k in range(-2, 3) if k != 0)",
+    "sum(j for k in range(0, 3) for j in range(k, 4) if j % 2 == a % 2)",
     "a if a > b else b // 2",
 };
 

@@ -187,7 +187,12 @@ TEST_CASE("valid but unmodelled Python parses to Unsupported", "[spec]") {
   CHECK(unsupported_why("len(name) > 0").find("type 'str'") != std::string::npos);
   CHECK(unsupported_why("result is not None").find("'is'") != std::string::npos);
   CHECK(unsupported_why("result & 1 == 0").find("bitwise") != std::string::npos);
-  CHECK(unsupported_why("sum(x * x for x in xs) >= 0").find("generator") != std::string::npos);
+  CHECK(unsupported_why("min(x * x for x in xs) >= 0").find("generator") != std::string::npos);
+  // sum() over a generator is modelled (issue 17): sum of squares, of bools, with a guard.
+  CHECK(unsupported_why("sum(x * x for x in xs) >= 0") == "<none>");
+  CHECK(
+      to_python(parse_spec("sum(x > 0 for x in xs if x != 3) <= len(xs)", s, SpecKind::Ensures)) ==
+      "sum((1 if x > 0 else 0) if x != 3 else 0 for x in xs) <= len(xs)");
   CHECK(unsupported_why("xs.count(1) == 0").find("attributes") != std::string::npos);
   // The whole spec stays boolean.
   CHECK(parse_spec("sorted(xs) == xs", s, SpecKind::Ensures)->sort == Sort::Bool);

@@ -8,6 +8,8 @@
 //                decoding, proof, visible tests; the spec tested where the proof is unknown)
 //   constrained-untested  the same with validate.async's spec_test off: the "before" of spec
 //                testing (issue 17)
+//   constrained-tests-first  constrained with the checks ordered syntax, compile, tests, spec:
+//                a candidate failing its visible tests is told that first
 //   oracle       pipelines/synthesize.yaml with max_attempts N and tests_visibility: oracle:
 //                the loop itself runs the hidden tests, so its pass rate is an oracle pass@N,
 //                an upper bound reported separately, never a result of the method
@@ -60,7 +62,8 @@ struct Config {
   std::string pipeline;  // relative to the source tree
   int attempts = 1;
   bool oracle = false;
-  std::optional<bool> spec_test = {};  // validate.async's spec_test, when set
+  std::optional<bool> spec_test = {};    // validate.async's spec_test, when set
+  std::vector<std::string> checks = {};  // validate.async's checks (their order), when set
 };
 
 class TaskSource : public graph::Source {
@@ -175,6 +178,17 @@ Row run_config(const Config& cfg, const std::vector<graph::Task>& tasks, const g
   if (!diags.empty()) throw std::runtime_error(diags.format());
   for (auto& e : spec.edges) {
     if (e.back_edge) e.max_attempts = cfg.attempts;
+  }
+  if (!cfg.checks.empty()) {
+    for (auto& s : spec.stages) {
+      if (s.use != "validate.async") continue;
+      YAML::Node list(YAML::NodeType::Sequence);
+      for (const auto& c : cfg.checks) list.push_back(c);
+      auto it = std::find_if(s.with.begin(), s.with.end(),
+                             [](const auto& w) { return w.name == "checks"; });
+      if (it != s.with.end()) s.with.erase(it);
+      s.with.push_back({"checks", s.mark, list});
+    }
   }
   if (cfg.spec_test) {
     for (auto& s : spec.stages) {
@@ -350,6 +364,13 @@ int main(int argc, char** argv) {
       configs.push_back({name, "pipelines/synthesize.yaml", attempts, false});
     } else if (name == "constrained") {
       configs.push_back({name, "pipelines/constrained.yaml", attempts, false, true});
+    } else if (name == "constrained-tests-first") {
+      configs.push_back({name,
+                         "pipelines/constrained.yaml",
+                         attempts,
+                         false,
+                         true,
+                         {"syntax", "compile", "tests", "spec"}});
     } else if (name == "constrained-untested") {
       configs.push_back({name, "pipelines/constrained.yaml", attempts, false, false});
     } else if (name == "oracle") {

@@ -252,7 +252,7 @@ CheckVerdict Checker::python_tests(const Program& program, const TaskTests& task
   req.limits = limits;
   req.report_fd = true;
   req.argv = {python_, "-I", "-S", "-B", "runner.py"};
-  req.files.push_back({"runner.py", {kPythonRunner}});
+  req.files.push_back({"runner.py", {python_runner_script()}});
   req.files.push_back({"candidate.py", program.pieces});
   req.files.push_back({"tests.json", {spec}});
   SandboxResult r = sandbox_.run(req);

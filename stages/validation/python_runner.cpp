@@ -1,12 +1,17 @@
 #include "stages/validation/python_runner.h"
 
 #include <nlohmann/json.hpp>
+#include <string>
+
+#include "stages/validation/python_harness.h"
 
 namespace vsynth::stages::validation {
 
 // Runs inside the sandbox; python_runner.h describes its protocol. Standard library only (the
 // interpreter runs with -I -S: no site-packages, no environment, no user directory).
-const std::string_view kPythonRunner =
+namespace {
+
+constexpr std::string_view kHead =
     R"PY(# vsynth test runner (stages/validation/python_runner.h describes the protocol).
 import ast
 import json
@@ -18,30 +23,9 @@ _write = os.write
 _dumps = json.dumps
 _REPORT_FD = 3
 _LIMIT = 300
+)PY";
 
-
-def _report(obj):
-    data = (_dumps(obj) + "\n").encode("utf-8", "replace")
-    while data:
-        try:
-            n = _write(_REPORT_FD, data)
-        except OSError:
-            return
-        data = data[n:]
-
-
-def _short(text, limit=_LIMIT):
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _repr(value):
-    try:
-        return _short(repr(value))
-    except BaseException as e:  # a __repr__ that raises
-        return "<%s whose repr raised %s>" % (type(value).__name__, type(e).__name__)
-
-
+constexpr std::string_view kBody = R"PY(
 class _TestFailure(AssertionError):
     pass
 
@@ -311,6 +295,15 @@ def main():
 _CANDIDATE_SOURCE = ""
 main()
 )PY";
+
+}  // namespace
+
+const std::string& python_runner_script() {
+  // The report helpers are shared with the other runner (python_harness.h).
+  static const std::string script =
+      std::string(kHead) + std::string(kPythonReportHelpers) + "\n\n" + std::string(kBody);
+  return script;
+}
 
 std::string python_tests_json(std::string_view kind, std::string_view entry_point,
                               const std::vector<std::string_view>& statements,

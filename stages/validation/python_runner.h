@@ -29,7 +29,8 @@
 
 namespace vsynth::stages::validation {
 
-extern const std::string_view kPythonRunner;
+// The script: its own code around the shared report helpers (python_harness.h).
+const std::string& python_runner_script();
 
 // tests.json for the runner.
 std::string python_tests_json(std::string_view kind, std::string_view entry_point,

@@ -1,10 +1,16 @@
 #include "stages/validation/spec_runner.h"
 
+#include <string>
+
+#include "stages/validation/python_harness.h"
+
 namespace vsynth::stages::validation {
 
 // Runs inside the sandbox; spec_runner.h describes its protocol. Standard library only (the
 // interpreter runs with -I -S: no site-packages, no environment, no user directory).
-const std::string_view kSpecRunner =
+namespace {
+
+constexpr std::string_view kHead =
     R"PY(# vsynth spec-test runner (stages/validation/spec_runner.h describes the protocol).
 import json
 import os
@@ -21,30 +27,9 @@ _LIMIT = 200
 _INT_LIMIT = 1 << 127  # the C++ side evaluates ints up to 128 bits
 _LIST_LIMIT = 256
 _SOURCE = ""
+)PY";
 
-
-def _report(obj):
-    data = (_dumps(obj) + "\n").encode("utf-8", "replace")
-    while data:
-        try:
-            n = _write(_REPORT_FD, data)
-        except OSError:
-            return
-        data = data[n:]
-
-
-def _short(text, limit=_LIMIT):
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _repr(value):
-    try:
-        return _short(repr(value))
-    except BaseException as e:  # a __repr__ that raises
-        return "<%s whose repr raised %s>" % (type(value).__name__, type(e).__name__)
-
-
+constexpr std::string_view kBody = R"PY(
 def _int_text(v):
     # "?" (not evaluable) past 128 bits: a factorial's digits would fill the report.
     return str(v) if -_INT_LIMIT <= v < _INT_LIMIT else "?"
@@ -169,5 +154,14 @@ def main():
 
 main()
 )PY";
+
+}  // namespace
+
+const std::string& spec_runner_script() {
+  // The report helpers are shared with the other runner (python_harness.h).
+  static const std::string script =
+      std::string(kHead) + std::string(kPythonReportHelpers) + "\n\n" + std::string(kBody);
+  return script;
+}
 
 }  // namespace vsynth::stages::validation

@@ -27,10 +27,11 @@
 // matched to its input by content as well as by index.
 #pragma once
 
-#include <string_view>
+#include <string>
 
 namespace vsynth::stages::validation {
 
-extern const std::string_view kSpecRunner;
+// The script: its own code around the shared report helpers (python_harness.h).
+const std::string& spec_runner_script();
 
 }  // namespace vsynth::stages::validation

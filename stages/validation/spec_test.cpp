@@ -104,7 +104,7 @@ RunReport run_candidate(const Checker& checker, const Program& program, const st
   req.limits.output = std::max<uint64_t>(base.output, kMiB);  // one report line per input
   req.report_fd = true;
   req.argv = {checker.python(), "-I", "-S", "-B", "spec_runner.py"};
-  req.files.push_back({"spec_runner.py", {kSpecRunner}});
+  req.files.push_back({"spec_runner.py", {spec_runner_script()}});
   req.files.push_back({"candidate.py", program.pieces});
   req.files.push_back({"inputs.json", {text}});
   const SandboxResult r = checker.sandbox().run(req);

@@ -24,4 +24,12 @@ def _repr(value):
         return "<%s whose repr raised %s>" % (type(value).__name__, type(e).__name__)
 )PY";
 
+std::string harness_script(std::string_view head, std::string_view body) {
+  std::string s(head);
+  s += kPythonReportHelpers;
+  s += "\n\n";
+  s += body;
+  return s;
+}
+
 }  // namespace vsynth::stages::validation

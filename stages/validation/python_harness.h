@@ -4,10 +4,14 @@
 // before these.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace vsynth::stages::validation {
 
 extern const std::string_view kPythonReportHelpers;
+
+// A whole script: `head` (imports and the names above), the helpers, then `body`.
+std::string harness_script(std::string_view head, std::string_view body);
 
 }  // namespace vsynth::stages::validation

@@ -299,9 +299,7 @@ main()
 }  // namespace
 
 const std::string& python_runner_script() {
-  // The report helpers are shared with the other runner (python_harness.h).
-  static const std::string script =
-      std::string(kHead) + std::string(kPythonReportHelpers) + "\n\n" + std::string(kBody);
+  static const std::string script = harness_script(kHead, kBody);  // helpers: python_harness.h
   return script;
 }
 

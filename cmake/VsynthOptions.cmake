@@ -34,7 +34,12 @@ if(VSYNTH_SANITIZE)
       $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
   endif()
 endif()
-target_include_directories(vsynth_options INTERFACE ${PROJECT_SOURCE_DIR})
+# graph/version.h, generated from graph/version.h.in: the project's VERSION for `vsynth
+# --version` and the plugin ABI check (graph/plugin.h); installed with the public headers.
+configure_file(${PROJECT_SOURCE_DIR}/graph/version.h.in
+               ${PROJECT_BINARY_DIR}/generated/graph/version.h @ONLY)
+target_include_directories(vsynth_options INTERFACE ${PROJECT_SOURCE_DIR}
+                                                    ${PROJECT_BINARY_DIR}/generated)
 
 # vsynth_library(name SOURCES ...): a static library with the project's flags.
 function(vsynth_library name)

@@ -41,7 +41,7 @@ void Registry::add_stage(Contract contract, StageFactory factory) {
     throw std::logic_error("stage kind `" + kind + "` declares no output port");
   }
   check_params(kind, contract.params);
-  stages_.emplace(kind, StageKind{std::move(contract), std::move(factory)});
+  stages_.emplace(kind, StageKind{std::move(contract), std::move(factory), {}});
 }
 
 void Registry::add_resource(ResourceContract contract, ResourceFactory factory) {
@@ -50,7 +50,50 @@ void Registry::add_resource(ResourceContract contract, ResourceFactory factory) 
     throw std::logic_error("resource kind `" + kind + "` registered twice");
   }
   check_params(kind, contract.params);
-  resources_.emplace(kind, ResourceKind{std::move(contract), std::move(factory)});
+  resources_.emplace(kind, ResourceKind{std::move(contract), std::move(factory), {}});
+}
+
+namespace {
+
+std::string describe_source(const std::string& source) {
+  return source.empty() ? std::string("built in") : "from plugin `" + source + "`";
+}
+
+}  // namespace
+
+void Registry::add_plugin(const std::string& source, Registry&& kinds) {
+  // Phase 1: every kind checked before any is added.
+  for (const auto& [k, kind] : kinds.stages_) {
+    if (const StageKind* here = find_stage(k)) {
+      throw std::invalid_argument("stage kind `" + k + "` is already registered (" +
+                                  describe_source(here->source) + ")");
+    }
+  }
+  for (const auto& [k, kind] : kinds.resources_) {
+    if (const ResourceKind* here = find_resource(k)) {
+      throw std::invalid_argument("resource kind `" + k + "` is already registered (" +
+                                  describe_source(here->source) + ")");
+    }
+  }
+  // Phase 2: moved in, marked.
+  for (auto& [k, kind] : kinds.stages_) {
+    kind.source = source;
+    stages_.emplace(k, std::move(kind));
+  }
+  for (auto& [k, kind] : kinds.resources_) {
+    kind.source = source;
+    resources_.emplace(k, std::move(kind));
+  }
+  kinds.stages_.clear();
+  kinds.resources_.clear();
+  plugins_.push_back(source);
+}
+
+bool Registry::has_plugin(std::string_view source) const {
+  for (const auto& p : plugins_) {
+    if (p == source) return true;
+  }
+  return false;
 }
 
 const StageKind* Registry::find_stage(std::string_view kind) const {

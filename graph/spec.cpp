@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -16,9 +17,9 @@ namespace vsynth::graph {
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"pipeline",  "description", "resources",     "stages",
-                                           "edges",     "queues",      "max_in_flight", "ordered",
-                                           "fail_fast", "source",      "sink"};
+const std::vector<std::string> kTopKeys = {"pipeline", "description", "plugins", "resources",
+                                           "stages",   "edges",       "queues",  "max_in_flight",
+                                           "ordered",  "fail_fast",   "source",  "sink"};
 const std::vector<std::string> kNodeKeys = {"use", "with", "concurrency"};
 const std::vector<std::string> kEdgeKeys = {"from",         "to",       "back_edge",
                                             "max_attempts", "capacity", "policy"};
@@ -507,6 +508,31 @@ void read_queues(const YAML::Node& n, PipelineSpec& spec, Diagnostics& diags) {
   }
 }
 
+// `plugins: [path, ...]`: each a plugin file; a relative path is the pipeline file's
+// directory's, so that a pipeline and the plugin built beside it move together.
+void read_plugins(const YAML::Node& n, PipelineSpec& spec, Diagnostics& diags) {
+  if (!n.IsSequence()) {
+    diags.error("shape", mark_of(n),
+                fmt::format("`plugins` must be a list of plugin files like `[build/libmine.so]`, "
+                            "got {}",
+                            kind_of(n)));
+    return;
+  }
+  const std::filesystem::path dir = std::filesystem::path(spec.file).parent_path();
+  for (const auto& entry : n) {
+    if (!entry.IsScalar() || entry.Scalar().empty()) {
+      diags.error(
+          "type", mark_of(entry),
+          fmt::format("a `plugins` entry is the path of a plugin file, got {}", kind_of(entry)));
+      continue;
+    }
+    const std::filesystem::path p(entry.Scalar());
+    spec.plugins.push_back({entry.Scalar(),
+                            (p.is_absolute() ? p : dir / p).lexically_normal().string(),
+                            mark_of(entry)});
+  }
+}
+
 // Applies ${ENV} expansion to every scalar of a parsed document. Unset variables are
 // reported at their position; the scalar is left as written.
 void expand_all(YAML::Node n, Diagnostics& diags, int depth) {
@@ -626,6 +652,8 @@ PipelineSpec load_spec_string(const std::string& text, const std::string& file, 
         spec.description = v.Scalar();
       else
         diags.error("type", mark_of(v), "`description` must be text");
+    } else if (k == "plugins") {
+      read_plugins(v, spec, diags);
     } else if (k == "resources") {
       read_nodes(v, "resource", false, spec.resources, diags);
     } else if (k == "stages") {

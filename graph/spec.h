@@ -4,6 +4,7 @@
 // validate.h's job.
 //
 //   pipeline: verify-loop
+//   plugins: [build/libmy_stages.so]   # shared libraries adding kinds (graph/plugin.h)
 //   resources:
 //     coder: { use: model.gguf, with: { path: ${VSYNTH_MODEL} } }
 //   stages:
@@ -57,10 +58,18 @@ struct EdgeSpec {
   std::optional<QueuePolicy> policy;
 };
 
+// One entry of `plugins:`: a shared library that registers more kinds (graph/plugin.h).
+struct PluginSpec {
+  std::string path;      // as written, ${ENV} expanded
+  std::string resolved;  // a relative path joined to the pipeline file's directory
+  Mark mark;
+};
+
 struct PipelineSpec {
   std::string file;  // as given, for messages
   std::string name;
   std::string description;
+  std::vector<PluginSpec> plugins;  // loaded (graph/plugin_loader.h) before validation
   std::vector<NodeSpec> resources;
   std::vector<NodeSpec> stages;
   std::vector<EdgeSpec> edges;

@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include "graph/plugin_loader.h"
+
 namespace vsynth::graph {
 
 namespace {
@@ -321,6 +323,18 @@ struct Validation {
     return out;
   }
 };
+
+// Phase 0: the plugins the file names must be in the registry already (load_pipeline_with_plugins
+// loads them; a registry without them would report their kinds as unknown, far from the cause).
+void check_plugins(Validation& v) {
+  for (const auto& p : v.spec.plugins) {
+    if (v.registry.has_plugin(canonical_plugin_path(p.resolved))) continue;
+    v.diags.error("plugin.not_loaded", p.mark,
+                  fmt::format("plugin `{}` is not loaded into this registry (load the pipeline "
+                              "with graph::load_pipeline_with_plugins, graph/plugin_loader.h)",
+                              p.path));
+  }
+}
 
 // Phase 1: resources, in declaration order (a resource's parameters may name earlier ones).
 void resolve_resources(Validation& v) {
@@ -709,6 +723,7 @@ std::optional<ValidatedPipeline> validate(const PipelineSpec& spec, const Regist
   v.vp.ordered = spec.ordered;
   v.vp.fail_fast = spec.fail_fast;
 
+  check_plugins(v);
   resolve_resources(v);
   resolve_stages(v);
   if (spec.stages.empty() && diags.size() == errors_before) {

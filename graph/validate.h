@@ -64,10 +64,12 @@ struct ValidatedPipeline {
 };
 
 // Validates and resolves; all problems go into `diags`. Returns nullopt when there is any.
+// The plugins the spec names must already be in `registry` (graph/plugin_loader.h).
 std::optional<ValidatedPipeline> validate(const PipelineSpec& spec, const Registry& registry,
                                           Diagnostics& diags);
 
-// Loads and validates a file; throws SpecError with every diagnostic on failure.
+// Loads and validates a file; throws SpecError with every diagnostic on failure. Its plugins
+// must already be in `registry`: load_pipeline_with_plugins (graph/plugin_loader.h) loads them.
 ValidatedPipeline load_pipeline(const std::string& path, const Registry& registry);
 
 // Resolves a source or sink kind with parameters given as strings (command-line overrides

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "graph/dot.h"
+#include "graph/plugin_loader.h"
 #include "graph/validate.h"
 #include "tools/vsynth/exit_codes.h"
 
@@ -27,12 +30,17 @@ std::string param_line(const graph::ParamSpec& p) {
   return fmt::format("    {:<18} {}{}, {}\n      {}\n", p.name, type, range, def, p.help);
 }
 
-void print_stage(const graph::Contract& c) {
+// "  plugin: /abs/libx.so" under a kind a plugin registered; nothing for a built-in one.
+std::string source_line(const std::string& source) {
+  return source.empty() ? std::string() : fmt::format("  plugin: {}\n", source);
+}
+
+void print_stage(const graph::Contract& c, const std::string& source) {
   const char* role = c.role == graph::Role::Source ? "source"
                      : c.role == graph::Role::Sink
                          ? "sink"
                          : (c.execution == graph::Execution::Async ? "async stage" : "stage");
-  std::cout << fmt::format("{}  ({})\n  {}\n", c.kind, role, c.summary);
+  std::cout << fmt::format("{}  ({})\n  {}\n{}", c.kind, role, c.summary, source_line(source));
   if (c.role == graph::Role::Transform) {
     const auto conc = c.concurrency.limit == 0   ? std::string("unlimited")
                       : c.concurrency.limit == 1 ? std::string("serial")
@@ -53,9 +61,9 @@ void print_stage(const graph::Contract& c) {
   std::cout << "\n";
 }
 
-void print_resource(const graph::ResourceContract& c) {
-  std::cout << fmt::format("{}  (resource, interface `{}`)\n  {}\n  parameters:\n", c.kind,
-                           c.interface, c.summary);
+void print_resource(const graph::ResourceContract& c, const std::string& source) {
+  std::cout << fmt::format("{}  (resource, interface `{}`)\n  {}\n{}  parameters:\n", c.kind,
+                           c.interface, c.summary, source_line(source));
   if (c.params.empty()) std::cout << "    (none)\n";
   for (const auto& p : c.params) std::cout << param_line(p);
   std::cout << "\n";
@@ -63,11 +71,36 @@ void print_resource(const graph::ResourceContract& c) {
 
 }  // namespace
 
-int cmd_validate(const graph::Registry& registry, const std::vector<std::string>& files) {
+void add_plugin_option(CLI::App& command, std::vector<std::string>& files) {
+  command.add_option("--plugin", files,
+                     "a plugin (shared library) adding stage and resource kinds; repeatable. "
+                     "Also loaded: every file or directory's *.so in $VSYNTH_PLUGIN_PATH "
+                     "(colon-separated)");
+}
+
+bool load_plugins(graph::Registry& registry, const std::vector<std::string>& files) {
+  std::vector<graph::PluginError> errors;
+  const char* env = std::getenv("VSYNTH_PLUGIN_PATH");
+  const auto from_env = graph::plugin_search_path(env ? env : "", errors);
+  for (const auto& f : from_env) {
+    if (auto e = graph::load_plugin(registry, f)) errors.push_back(*e);
+  }
+  for (const auto& e : errors) std::cerr << "error: VSYNTH_PLUGIN_PATH: " << e.message << "\n";
+  bool ok = errors.empty();
+  for (const auto& f : files) {
+    if (auto e = graph::load_plugin(registry, f)) {
+      std::cerr << "error: --plugin " << f << ": " << e->message << "\n";
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+int cmd_validate(graph::Registry& registry, const std::vector<std::string>& files) {
   int bad = 0;
   for (const auto& f : files) {
     try {
-      const auto p = graph::load_pipeline(f, registry);
+      const auto p = graph::load_pipeline_with_plugins(f, registry);
       std::cout << fmt::format("{}: ok ({} stages, {} edges, {} resources)\n", f, p.stages.size(),
                                p.edges.size(), p.resources.size());
     } catch (const graph::SpecError& e) {
@@ -83,12 +116,14 @@ int cmd_stages(const graph::Registry& registry, const std::string& only) {
   bool found = false;
   for (const auto& k : registry.stage_kinds()) {
     if (!only.empty() && k != only) continue;
-    print_stage(registry.find_stage(k)->contract);
+    const auto* kind = registry.find_stage(k);
+    print_stage(kind->contract, kind->source);
     found = true;
   }
   for (const auto& k : registry.resource_kinds()) {
     if (!only.empty() && k != only) continue;
-    print_resource(registry.find_resource(k)->contract);
+    const auto* kind = registry.find_resource(k);
+    print_resource(kind->contract, kind->source);
     found = true;
   }
   if (!found) {
@@ -101,9 +136,9 @@ int cmd_stages(const graph::Registry& registry, const std::string& only) {
   return kExitOk;
 }
 
-int cmd_dot(const graph::Registry& registry, const std::string& file) {
+int cmd_dot(graph::Registry& registry, const std::string& file) {
   try {
-    std::cout << graph::to_dot(graph::load_pipeline(file, registry));
+    std::cout << graph::to_dot(graph::load_pipeline_with_plugins(file, registry));
     return kExitOk;
   } catch (const graph::SpecError& e) {
     std::cerr << e.what();

@@ -8,6 +8,10 @@
 
 #include "graph/registry.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace vsynth::cli {
 
 struct RunArgs {
@@ -34,10 +38,18 @@ struct MergeArgs {
   bool keep_parts = false;
 };
 
-int cmd_run(const graph::Registry& registry, const RunArgs& args);
+// Plugins (graph/plugin.h): `--plugin PATH` (repeatable) on a command that loads pipelines,
+// into `files`; load_plugins() loads VSYNTH_PLUGIN_PATH's, then those, and prints each
+// failure naming the flag or the variable (false: one failed).
+void add_plugin_option(CLI::App& command, std::vector<std::string>& files);
+bool load_plugins(graph::Registry& registry, const std::vector<std::string>& files);
+
+// The commands that load pipelines take the registry mutable: a pipeline's `plugins:` add
+// kinds to it (graph/plugin_loader.h).
+int cmd_run(graph::Registry& registry, const RunArgs& args);
 int cmd_merge(const MergeArgs& args);
-int cmd_validate(const graph::Registry& registry, const std::vector<std::string>& files);
+int cmd_validate(graph::Registry& registry, const std::vector<std::string>& files);
 int cmd_stages(const graph::Registry& registry, const std::string& only);
-int cmd_dot(const graph::Registry& registry, const std::string& file);
+int cmd_dot(graph::Registry& registry, const std::string& file);
 
 }  // namespace vsynth::cli

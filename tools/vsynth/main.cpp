@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "graph/version.h"
 #include "stages/io/shard.h"
 #include "stages/register_all.h"
 #include "tools/vsynth/commands.h"
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   using namespace vsynth;
   CLI::App app{"vsynth: generate-then-verify code synthesis pipelines"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("vsynth ") + VSYNTH_VERSION_STRING);
   app.footer(
       "Exit codes: 0 success; 2 bad command line, pipeline or input; 3 runtime failure (resource, "
       "I/O); 130 interrupted. `vsynth <command> --help` lists each command's.");
@@ -186,6 +188,11 @@ int main(int argc, char** argv) {
       "codes: 0 built (the summary on stdout; files skipped are named on stderr); 2 bad command "
       "line (ROOT not a directory, an unknown language); 3 the index could not be built.");
 
+  // The commands that load pipelines take plugins (graph/plugin.h), as VSYNTH_PLUGIN_PATH does.
+  std::vector<std::string> plugins;
+  for (auto* cmd : {run_cmd, validate_cmd, stages_cmd, dot_cmd})
+    cli::add_plugin_option(*cmd, plugins);
+
   cli::ServeArgs srv;
   auto* serve_cmd = app.add_subcommand(
       "serve", "Serve pipelines over HTTP (OpenAI, llama.cpp and vsynth endpoints)");
@@ -205,6 +212,7 @@ int main(int argc, char** argv) {
       "GET /v1/models, /health, /metrics (docs/serving.md). Exit codes: 0 stopped by SIGINT or "
       "SIGTERM; 2 bad command line, pipeline or config; 3 a model failed to load or the address "
       "could not be bound.");
+  cli::add_plugin_option(*serve_cmd, plugins);
 
   try {
     app.parse(argc, argv);
@@ -225,6 +233,7 @@ int main(int argc, char** argv) {
   if (*merge_cmd) return cli::cmd_merge(merge);
   graph::Registry registry;
   stages::register_all(registry);
+  if (!cli::load_plugins(registry, plugins)) return cli::kExitUsage;
   if (*run_cmd) return cli::cmd_run(registry, run);
   if (*serve_cmd) return cli::cmd_serve(registry, srv);
   if (*validate_cmd) return cli::cmd_validate(registry, validate_files);

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "graph/pipeline.h"
+#include "graph/plugin_loader.h"
 #include "graph/validate.h"
 #include "stages/io/jsonl_sink.h"
 #include "stages/io/shard.h"
@@ -243,9 +244,9 @@ int report_run(const RunArgs& args, const graph::Pipeline& pipeline, const graph
   return code;
 }
 
-StepError load_spec(const graph::Registry& registry, const RunArgs& args, RunSetup& setup) {
+StepError load_spec(graph::Registry& registry, const RunArgs& args, RunSetup& setup) {
   try {
-    setup.spec = graph::load_pipeline(args.pipeline, registry);
+    setup.spec = graph::load_pipeline_with_plugins(args.pipeline, registry);
   } catch (const graph::SpecError& e) {
     return {kExitUsage, e.what()};
   }
@@ -321,7 +322,7 @@ StepError run_graph(const RunArgs& args, RunSetup& setup,
   return {};
 }
 
-int cmd_run(const graph::Registry& registry, const RunArgs& args) {
+int cmd_run(graph::Registry& registry, const RunArgs& args) {
   // Phase 1: how this process was launched: one of an MPI job's ranks, one shard, or alone.
   const Launch launch = detect_launch();
   if (launch.ranks > 1) return run_scaled(registry, args, launch);

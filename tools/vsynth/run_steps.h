@@ -38,8 +38,9 @@ struct RunSetup {
   std::unique_ptr<graph::Pipeline> pipeline;
 };
 
-// Phase 1: the pipeline file and the command line checked against each other.
-StepError load_spec(const graph::Registry& registry, const RunArgs& args, RunSetup& setup);
+// Phase 1: the pipeline file (its plugins loaded into `registry`) and the command line checked
+// against each other.
+StepError load_spec(graph::Registry& registry, const RunArgs& args, RunSetup& setup);
 // Phase 2: source and sink resolved, checked for clashes, built (the sink takes its lock).
 StepError build_endpoints(const graph::Registry& registry, const RunArgs& args, const RunPlan& plan,
                           RunSetup& setup);

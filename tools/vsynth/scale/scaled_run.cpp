@@ -25,7 +25,7 @@ namespace vsynth::cli {
 
 #ifndef VSYNTH_HAVE_MPI
 
-int run_scaled(const graph::Registry&, const RunArgs&, const Launch& launch) {
+int run_scaled(graph::Registry&, const RunArgs&, const Launch& launch) {
   if (launch.rank == 0) {
     std::cerr << fmt::format(
         "error: started as one of {} ranks by {}, but this vsynth was built without MPI, so "
@@ -170,7 +170,7 @@ int finish_job(const World& world, const RunArgs& args, const RunSetup& setup,
 
 }  // namespace
 
-int run_scaled(const graph::Registry& registry, const RunArgs& args, const Launch& launch) {
+int run_scaled(graph::Registry& registry, const RunArgs& args, const Launch& launch) {
   // Phase 1: MPI, this rank's plan, and every rank's pipeline built; all agree before running.
   const ScopedSignals interrupts({SIGINT, SIGTERM}, interrupt_handler());
   std::optional<World> world;

@@ -11,6 +11,6 @@
 namespace vsynth::cli {
 
 // The job's exit code, the same on every rank. In a build without MPI: a clear error.
-int run_scaled(const graph::Registry& registry, const RunArgs& args, const Launch& launch);
+int run_scaled(graph::Registry& registry, const RunArgs& args, const Launch& launch);
 
 }  // namespace vsynth::cli

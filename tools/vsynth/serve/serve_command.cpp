@@ -9,6 +9,7 @@
 #include <iostream>
 #include <thread>
 
+#include "graph/plugin_loader.h"
 #include "graph/validate.h"
 #include "tools/vsynth/exit_codes.h"
 #include "tools/vsynth/scoped_signals.h"
@@ -40,7 +41,7 @@ std::pair<std::string, std::string> pipeline_arg(const std::string& arg) {
   return {name, file};
 }
 
-int cmd_serve(const graph::Registry& registry, const ServeArgs& args) {
+int cmd_serve(graph::Registry& registry, const ServeArgs& args) {
   // Phase 1: the command line and the config.
   serve::ServerOptions opts;
   opts.host = args.host;
@@ -62,6 +63,8 @@ int cmd_serve(const graph::Registry& registry, const ServeArgs& args) {
   // Phase 2: pipelines and models, then the socket.
   std::unique_ptr<serve::Server> server;
   try {
+    // The pipelines' `plugins:` first: the server validates against the registry as it is.
+    for (const auto& [name, file] : opts.pipelines) graph::load_pipeline_plugins(file, registry);
     server = std::make_unique<serve::Server>(opts, registry);
   } catch (const graph::SpecError& e) {
     std::cerr << e.what();

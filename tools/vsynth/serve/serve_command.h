@@ -19,7 +19,7 @@ struct ServeArgs {
 
 // Serves until SIGINT/SIGTERM. Exit codes: 0 stopped by a signal; 2 bad command line, pipeline
 // or config; 3 a model failed to load or the address could not be bound.
-int cmd_serve(const graph::Registry& registry, const ServeArgs& args);
+int cmd_serve(graph::Registry& registry, const ServeArgs& args);
 
 // "NAME=FILE" -> {NAME, FILE}; a bare FILE is named after its stem (pipelines/complete.yaml ->
 // complete). Throws std::invalid_argument naming the argument.

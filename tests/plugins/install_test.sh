@@ -18,7 +18,12 @@ build_against_prefix() {
   local args=(-S "$src" -B "$dir" -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_CXX_COMPILER="$CXX"
               -DCMAKE_BUILD_TYPE=RelWithDebInfo)
   command -v ninja >/dev/null && args+=(-G Ninja)
-  command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  if command -v ccache >/dev/null; then
+    args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    # Paths under the prefix's folder are hashed relative to the build (and the build folder is
+    # not hashed), so this build folder, an ASan one and other checkouts share cache entries.
+    export CCACHE_BASEDIR=$(dirname "$PREFIX") CCACHE_NOHASHDIR=1
+  fi
   "$CMAKE" "${args[@]}" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; fail "configure $src"; }
   "$CMAKE" --build "$dir" -j2 || fail "build $src"
 }
@@ -111,6 +116,10 @@ PY
     fail "plugins: entry missing (rc $rc): $err"
   err=$("$vsynth" run "$WORK/bad.yaml" -i "$ex/tasks.jsonl" -o "$WORK/bad.jsonl" 2>&1 >/dev/null); rc=$?
   [ $rc = 2 ] && grep -qF "$WORK/bad.yaml:3:5: error: plugin" <<<"$err" || fail "run with a missing plugin (rc $rc): $err"
+  err=$("$vsynth" serve "$ex/pipeline.yaml" --port 0 --plugin "$WORK/nope.so" 2>&1 >/dev/null); rc=$?
+  [ $rc = 2 ] && grep -qF "error: --plugin $WORK/nope.so: " <<<"$err" || fail "serve --plugin missing (rc $rc): $err"
+  err=$("$vsynth" serve "$WORK/bad.yaml" --port 0 2>&1 >/dev/null); rc=$?
+  [ $rc = 2 ] && grep -qF "$WORK/bad.yaml:3:5: error: plugin" <<<"$err" || fail "serve with a missing plugin (rc $rc): $err"
   set -e
   echo "example ok"
   ;;

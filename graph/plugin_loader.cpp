@@ -123,9 +123,18 @@ std::vector<std::string> plugin_search_path(const std::string& list,
     if (entry.empty()) continue;
     std::error_code ec;
     if (fs::is_directory(entry, ec)) {
+      // Stepped with error codes: an unreadable directory is reported, never thrown.
       std::vector<std::string> found;
-      for (const auto& f : fs::directory_iterator(entry, ec)) {
-        if (f.path().extension() == ".so" && f.is_regular_file(ec)) found.push_back(f.path());
+      fs::directory_iterator it(entry, ec);
+      for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        std::error_code type_ec;
+        if (it->path().extension() == ".so" && it->is_regular_file(type_ec)) {
+          found.push_back(it->path().string());
+        }
+      }
+      if (ec) {
+        errors.push_back({"plugin.open",
+                          fmt::format("`{}`: cannot read the directory: {}", entry, ec.message())});
       }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());

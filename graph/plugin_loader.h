@@ -40,7 +40,8 @@ std::optional<PluginError> load_plugin(Registry& registry, const std::string& pa
 
 // The plugin files of a VSYNTH_PLUGIN_PATH-style list: colon-separated files or directories (a
 // directory stands for its `*.so` files, sorted by name); empty entries are skipped. An entry
-// that does not exist is an error (plugin.missing) naming it.
+// that does not exist is an error (plugin.missing) naming it, a directory that cannot be read
+// another (plugin.open).
 std::vector<std::string> plugin_search_path(const std::string& list,
                                             std::vector<PluginError>& errors);
 

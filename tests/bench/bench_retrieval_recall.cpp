@@ -542,6 +542,7 @@ int main(int argc, char** argv) {
     double lexical, dense, structural;
     double min_score = ret::SearchOptions{}.min_score, raise = ret::SearchOptions{}.adaptive_raise;
     uint32_t cap = ret::SearchOptions{}.per_file_cap;
+    bool same_file = true;
   };
   // Fusion first: its query embedding is the one timed (the others find it in the cache).
   std::vector<Search> searches = {{"fusion", 1, 1, 1}, {"bm25", 1, 0, 0}, {"dense", 0, 1, 0}};
@@ -555,6 +556,10 @@ int main(int argc, char** argv) {
     searches.push_back({"f-nostruct", 1, 1, 0});
     searches.push_back({"f-nocap", 1, 1, 1, ret::SearchOptions{}.min_score,
                         ret::SearchOptions{}.adaptive_raise, 1000});
+    searches.push_back({"f-imports", 1, 1, 1});  // structural: imported files only
+    searches.back().same_file = false;
+    searches.push_back({"f-imports-nothr", 1, 1, 1, 0, 0});
+    searches.back().same_file = false;
     for (int k = 3; k < static_cast<int>(searches.size()); ++k) {
       configs.push_back({searches[static_cast<std::size_t>(k)].name, false, k});
     }
@@ -598,6 +603,7 @@ int main(int argc, char** argv) {
       o.min_score = s.min_score;
       o.adaptive_raise = s.raise;
       o.per_file_cap = s.cap;
+      o.structural_same_file = s.same_file;
       t0 = Clock::now();
       found.push_back(
           ret::search(*repo.retrieval, overlay, exclude, q, o, embedder.get(), file_text));

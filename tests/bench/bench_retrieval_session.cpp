@@ -14,13 +14,15 @@
 //   fresh    overlay_cache_mb 0: every request indexes the file afresh (parse, chunk, terms;
 //            embeddings from the embedder's per-process cache), what each request paid before
 //            overlays were kept
-//   kept     the default: overlays kept across requests, an edited file's overlay built from
-//            the last one (only its changed chunks term-counted and embedded)
+//   kept     the default (overlay_cache_mb left out): overlays kept across requests, an edited
+//            file's overlay built from the last one (only its changed chunks term-counted and
+//            embedded). `--configs kept` alone also builds and runs on a tree from before
+//            overlays were kept (the parameter is not named): the "before" figures.
 // Both configurations' records are compared byte for byte: they must be equal.
 //
 //   bench_retrieval_session [--file .cache/bench-repos/src/cffi/src/c/_cffi_backend.c]
 //       [--positions 4] [--keys 6] [--encoder models/all-MiniLM-L6-v2 | none] [--q8 1]
-//       [--threads 2] [--json bench_retrieval_session.json]
+//       [--threads 2] [--configs fresh,kept] [--json bench_retrieval_session.json]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -85,15 +87,18 @@ class OneSink : public graph::Sink {
   std::mutex mu_;
 };
 
+// overlay_mb < 0: the parameter left out (its default; a build without it runs too).
 std::unique_ptr<graph::Pipeline> build(const std::string& encoder, bool q8, int threads,
                                        int overlay_mb, const graph::Registry& reg) {
+  const std::string overlay =
+      overlay_mb < 0 ? std::string() : fmt::format(", overlay_cache_mb: {}", overlay_mb);
   const std::string yaml = fmt::format(
       "pipeline: session\nresources:\n  code: {{ use: retrieval.index, with: {{ encoder: \"{}\", "
-      "q8_0: {}, threads: {}, overlay_cache_mb: {} }} }}\nstages:\n"
+      "q8_0: {}, threads: {}{} }} }}\nstages:\n"
       "  anchor: {{ use: ast.anchor, with: {{ cursor_base: one }} }}\n"
       "  retrieve: {{ use: retrieval.search, with: {{ index: code }} }}\n"
       "edges:\n  - anchor -> retrieve -> out\n",
-      encoder, q8 ? "true" : "false", threads, overlay_mb);
+      encoder, q8 ? "true" : "false", threads, overlay);
   graph::Diagnostics diags;
   const graph::PipelineSpec spec = graph::load_spec_string(yaml, "bench:session", diags);
   auto validated = diags.empty() ? graph::validate(spec, reg, diags) : std::nullopt;
@@ -158,6 +163,7 @@ int main(int argc, char** argv) {
   std::string file = ".cache/bench-repos/src/cffi/src/c/_cffi_backend.c";
   std::string encoder = "models/all-MiniLM-L6-v2", json_path = "bench_retrieval_session.json";
   uint32_t positions = 4, keys = 6;
+  std::string only = "fresh,kept";
   bool q8 = true;
   int threads = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -176,6 +182,8 @@ int main(int argc, char** argv) {
       threads = std::stoi(v);
     } else if (a == "--json") {
       json_path = v;
+    } else if (a == "--configs") {
+      only = v;
     } else {
       fmt::print(stderr, "bench_retrieval_session: unknown option {} (see its header)\n", a);
       return 2;
@@ -204,8 +212,11 @@ int main(int argc, char** argv) {
     std::vector<double> ms;
   };
   std::vector<Config> configs;
-  configs.push_back({"fresh", 0, build(encoder, q8, threads, 0, reg), 0, {}});
-  configs.push_back({"kept", 256, build(encoder, q8, threads, 256, reg), 0, {}});
+  for (const std::string name : {"fresh", "kept"}) {
+    if (("," + only + ",").find("," + name + ",") == std::string::npos) continue;
+    const int mb = name == "fresh" ? 0 : -1;
+    configs.push_back({name, mb, build(encoder, q8, threads, mb, reg), 0, {}});
+  }
 
   const auto lines = static_cast<uint32_t>(std::count(text.begin(), text.end(), '\n'));
   fmt::print("file {} ({} lines, {} bytes), {} requests ({} positions x {} keys), encoder {}\n",

@@ -65,7 +65,7 @@ class Search {
     std::vector<std::tuple<int, double, uint32_t>> ranked;
     for (const auto& [id, score] : other) {
       const int d = distance(seen_.at(id).c.path);
-      if (d > 0 || (d == 0 && o_.structural_same_file)) ranked.emplace_back(d, score, id);
+      if (d >= 0) ranked.emplace_back(d, score, id);
     }
     std::sort(ranked.begin(), ranked.end(), [&](const auto& x, const auto& y) {
       if (std::get<0>(x) != std::get<0>(y)) return std::get<0>(x) < std::get<0>(y);

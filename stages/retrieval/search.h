@@ -48,7 +48,6 @@ struct SearchOptions {
   double adaptive_raise = 0.3;
   double weight_lexical = 1, weight_dense = 1, weight_structural = 1;
   double rrf_k = 60;
-  bool structural_same_file = true;  // the cursor's own file heads the structural list
 };
 
 struct SearchQuery {

@@ -30,7 +30,8 @@
 // --index-cache: each repository's index is saved under DIR and loaded by the next run (its
 // files re-validated by content; "build s" is then the re-validation).
 // --ablation 1: also fusion with one mechanism off at a time (f-nothr: no threshold,
-// f-nostruct: no structural list, f-nocap: no per-file cap), as configurations of their own.
+// f-nostruct: no structural list, f-nocap: no per-file cap; f-k10, f-k20: rrf_k 10 and 20
+// instead of 60), as configurations of their own.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -542,7 +543,7 @@ int main(int argc, char** argv) {
     double lexical, dense, structural;
     double min_score = ret::SearchOptions{}.min_score, raise = ret::SearchOptions{}.adaptive_raise;
     uint32_t cap = ret::SearchOptions{}.per_file_cap;
-    bool same_file = true;
+    double rrf_k = ret::SearchOptions{}.rrf_k;
   };
   // Fusion first: its query embedding is the one timed (the others find it in the cache).
   std::vector<Search> searches = {{"fusion", 1, 1, 1}, {"bm25", 1, 0, 0}, {"dense", 0, 1, 0}};
@@ -556,10 +557,10 @@ int main(int argc, char** argv) {
     searches.push_back({"f-nostruct", 1, 1, 0});
     searches.push_back({"f-nocap", 1, 1, 1, ret::SearchOptions{}.min_score,
                         ret::SearchOptions{}.adaptive_raise, 1000});
-    searches.push_back({"f-imports", 1, 1, 1});  // structural: imported files only
-    searches.back().same_file = false;
-    searches.push_back({"f-imports-nothr", 1, 1, 1, 0, 0});
-    searches.back().same_file = false;
+    searches.push_back({"f-k10", 1, 1, 1});
+    searches.back().rrf_k = 10;
+    searches.push_back({"f-k20", 1, 1, 1});
+    searches.back().rrf_k = 20;
     for (int k = 3; k < static_cast<int>(searches.size()); ++k) {
       configs.push_back({searches[static_cast<std::size_t>(k)].name, false, k});
     }
@@ -603,7 +604,7 @@ int main(int argc, char** argv) {
       o.min_score = s.min_score;
       o.adaptive_raise = s.raise;
       o.per_file_cap = s.cap;
-      o.structural_same_file = s.same_file;
+      o.rrf_k = s.rrf_k;
       t0 = Clock::now();
       found.push_back(
           ret::search(*repo.retrieval, overlay, exclude, q, o, embedder.get(), file_text));

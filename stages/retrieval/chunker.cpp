@@ -199,6 +199,8 @@ Chunk Chunker::make(const Draft& d, const std::vector<uint32_t>& rows,
   c.kind = d.unit->kind;
   c.first_line = rows[own_first] + 1;
   c.last_line = rows.back() + 1;
+  c.unit_first_line = d.rows.front() + 1;
+  c.unit_last_line = d.rows.back() + 1;
   c.text = d.prefix;
   for (const uint32_t r : rows) {
     const std::string_view t = row(r);
@@ -312,20 +314,31 @@ std::string unindexable(std::string_view text) {
 
 FileChunks chunk_parsed(std::shared_ptr<const ast::ParsedFile> file, const ChunkOptions& options,
                         const Embedder* counter) {
+  if (std::string why = unindexable(file->source()); !why.empty()) {
+    FileChunks out;
+    out.language = std::string(file->language().name());
+    out.skipped = std::move(why);
+    return out;
+  }
+  return chunk_units(context::extract_file_units(std::move(file)), options, counter);
+}
+
+FileChunks chunk_units(std::shared_ptr<const context::FileUnits> units, const ChunkOptions& options,
+                       const Embedder* counter) {
   FileChunks out;
+  const std::shared_ptr<const ast::ParsedFile>& file = units->file;
   out.language = std::string(file->language().name());
   if (std::string why = unindexable(file->source()); !why.empty()) {
     out.skipped = std::move(why);
     return out;
   }
-  const std::shared_ptr<const context::FileUnits> units = context::extract_file_units(file);
   for (const Unit& u : units->units) {
     if (u.kind != facets::UnitKind::Import) continue;
     out.imports += u.full;
     if (u.full.empty() || u.full.back() != '\n') out.imports += '\n';
   }
   out.chunks = Chunker(*file, units->units, file->path(), options, counter).run();
-  out.parsed = std::move(file);
+  out.parsed = file;
   return out;
 }
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "stages/ast/parsed_file.h"
+#include "stages/context/extract.h"
 #include "stages/retrieval/index.h"
 
 namespace vsynth::stages::retrieval {
@@ -45,6 +46,10 @@ FileChunks chunk_source(std::string_view path, std::string_view text, const Chun
 // The chunks of a file already parsed (its path and source are the file's).
 FileChunks chunk_parsed(std::shared_ptr<const ast::ParsedFile> file, const ChunkOptions& options,
                         const Embedder* counter);
+// The chunks of a file already extracted (extract.h's default options; units->file's path and
+// source). The same chunks as chunk_parsed(units->file).
+FileChunks chunk_units(std::shared_ptr<const context::FileUnits> units, const ChunkOptions& options,
+                       const Embedder* counter);
 
 // Why `text` is not indexable source (binary, not UTF-8, a line over 64 KiB), or "".
 std::string unindexable(std::string_view text);

@@ -32,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 // Bump when anything written by save() changes meaning.
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;  // 2: chunks carry their unit's lines
 
 DenseOptions dense_options(const IndexOptions& o) {
   DenseOptions d;
@@ -67,6 +67,8 @@ struct Prepared {
   std::vector<std::optional<std::vector<std::pair<std::string, uint32_t>>>> terms;
   std::unordered_set<uint64_t> held;                         // text hashes of the old chunks
   std::unordered_map<uint64_t, std::vector<float>> vectors;  // by text hash
+  // Terms of chunks an earlier version of the file had in another index (update's `previous`)
+  std::unordered_map<uint64_t, std::vector<std::pair<std::string, uint32_t>>> adopted;
 };
 
 // The parsed trees of the files updated last, for IndexOptions::reparse_files; its own
@@ -129,13 +131,19 @@ struct Index::Impl {
   std::span<const float> vector(uint32_t id) const {
     return {vectors.data() + static_cast<std::size_t>(id) * dim, static_cast<std::size_t>(dim)};
   }
+  // What update_file starts from: a text, a parsed file or its units (one of them).
+  struct Source {
+    std::string_view path, text;
+    std::shared_ptr<const ast::ParsedFile> parsed;
+    std::shared_ptr<const context::FileUnits> units;
+  };
   // update_file's phases (see index.h).
-  UpdateStats update(std::string_view path, std::string_view text,
-                     std::shared_ptr<const ast::ParsedFile> parsed);
+  UpdateStats update(const Source& source, const Impl* previous);
+  // What `previous` holds of path's chunks, into p.vectors / p.adopted (its read lock).
+  void lend(std::string_view path, Prepared& p) const;
   // true: unchanged (`skipped` then gets the file's skip reason, if it has one)
   bool snapshot(std::string_view path, uint64_t hash, Prepared& p, std::string& skipped) const;
-  void prepare(std::string_view path, std::string_view text,
-               std::shared_ptr<const ast::ParsedFile> parsed, Prepared& p, UpdateStats& stats);
+  void prepare(const Source& source, Prepared& p, UpdateStats& stats);
   bool swap(std::string_view path, uint64_t hash, Prepared& p,
             UpdateStats& stats);  // false: unchanged
   // load()'s phases, on a new index.
@@ -186,15 +194,15 @@ void Index::Impl::add_chunk(uint32_t id, Chunk chunk, uint64_t hash,
   s.chunk = std::make_shared<const Chunk>(std::move(chunk));
   s.text_hash = hash;
   lexical.add(id, terms);
-  if (dense && vec != nullptr) {
+  if (embedder && vec != nullptr) {
     std::copy(vec->begin(), vec->end(), vectors.begin() + static_cast<std::ptrdiff_t>(id) * dim);
-    dense->set(id, *vec);
+    if (dense) dense->set(id, *vec);
   }
   ++live;
 }
 
 std::vector<float> Index::Impl::file_mean(const std::vector<uint32_t>& ids) const {
-  if (!dense || ids.empty()) return {};
+  if (!embedder || ids.empty()) return {};
   std::vector<float> rows;
   rows.reserve(ids.size() * static_cast<std::size_t>(dim));
   for (const uint32_t id : ids) {
@@ -236,20 +244,31 @@ Index::Index(std::shared_ptr<const Embedder> embedder, IndexOptions options)
       throw IndexError(fmt::format("retrieval index: embedder {} has dimension {}, need > 0",
                                    impl_->embedder->fingerprint(), impl_->dim));
     }
-    impl_->dense = std::make_unique<DenseIndex>(impl_->dim, dense_options(options));
+    if (options.graph) {
+      impl_->dense = std::make_unique<DenseIndex>(impl_->dim, dense_options(options));
+    }
   }
 }
 
 Index::~Index() = default;
 
-UpdateStats Index::update_file(std::string_view path, std::string_view text) {
-  return impl_->update(path, text, nullptr);
+UpdateStats Index::update_file(std::string_view path, std::string_view text,
+                               const Index* previous) {
+  return impl_->update({path, text, nullptr, nullptr}, previous ? previous->impl_.get() : nullptr);
 }
 
 UpdateStats Index::update_file(std::shared_ptr<const ast::ParsedFile> file) {
   const std::string path = file->path();
   const std::string_view text = file->source();
-  return impl_->update(path, text, std::move(file));
+  return impl_->update({path, text, std::move(file), nullptr}, nullptr);
+}
+
+UpdateStats Index::update_file(std::shared_ptr<const context::FileUnits> units,
+                               const Index* previous) {
+  const std::string path = units->file->path();
+  const std::string_view text = units->file->source();
+  return impl_->update({path, text, nullptr, std::move(units)},
+                       previous ? previous->impl_.get() : nullptr);
 }
 
 bool Index::Impl::snapshot(std::string_view path, uint64_t hash, Prepared& p,
@@ -263,32 +282,52 @@ bool Index::Impl::snapshot(std::string_view path, uint64_t hash, Prepared& p,
   }
   for (const uint32_t id : f->chunks) {
     p.held.insert(slots[id].text_hash);
-    if (!dense) continue;
+    if (!embedder) continue;
     const auto v = vector(id);
     p.vectors.try_emplace(slots[id].text_hash, v.begin(), v.end());
   }
   return false;
 }
 
-void Index::Impl::prepare(std::string_view path, std::string_view text,
-                          std::shared_ptr<const ast::ParsedFile> parsed, Prepared& p,
-                          UpdateStats& stats) {
-  if (parsed) {
-    p.file = chunk_parsed(std::move(parsed), options.chunks, embedder.get());
+void Index::Impl::lend(std::string_view path, Prepared& p) const {
+  auto lock = read_lock();
+  const FileEntry* f = files.find(path);
+  if (f == nullptr) return;
+  for (const uint32_t id : f->chunks) {
+    const uint64_t h = slots[id].text_hash;
+    if (p.held.count(h) || p.adopted.count(h)) continue;
+    p.adopted.emplace(h, lexical.terms_of(id));
+    if (embedder && !p.vectors.count(h)) {
+      const auto v = vector(id);
+      p.vectors.emplace(h, std::vector<float>(v.begin(), v.end()));
+    }
+  }
+}
+
+void Index::Impl::prepare(const Source& source, Prepared& p, UpdateStats& stats) {
+  const std::string_view path = source.path;
+  if (source.units) {
+    p.file = chunk_units(source.units, options.chunks, embedder.get());
+  } else if (source.parsed) {
+    p.file = chunk_parsed(source.parsed, options.chunks, embedder.get());
   } else {
     const std::shared_ptr<const ast::ParsedFile> base = recent.find(path);
-    p.file = chunk_source(path, text, options.chunks, embedder.get(), base.get());
+    p.file = chunk_source(path, source.text, options.chunks, embedder.get(), base.get());
   }
   recent.put(std::string(path), p.file.parsed);
   stats.skipped = p.file.skipped;
   for (const Chunk& c : p.file.chunks) {
-    p.hashes.push_back(fnv1a64(c.text));
+    const uint64_t h = fnv1a64(c.text);
+    p.hashes.push_back(h);
     p.terms.emplace_back();
-    if (p.held.count(p.hashes.back()) == 0) {
+    if (p.held.count(h) != 0) continue;
+    if (auto a = p.adopted.find(h); a != p.adopted.end()) {
+      p.terms.back() = a->second;
+    } else {
       p.terms.back() = count_terms(bm25_terms(c.text, p.file.language));
     }
   }
-  if (!dense) return;
+  if (!embedder) return;
   // One embed call for the texts the file did not hold (each distinct text once).
   std::vector<std::string_view> texts;
   std::vector<uint64_t> text_hashes;
@@ -367,18 +406,24 @@ bool Index::Impl::swap(std::string_view path, uint64_t hash, Prepared& p, Update
   return true;
 }
 
-UpdateStats Index::Impl::update(std::string_view path, std::string_view text,
-                                std::shared_ptr<const ast::ParsedFile> parsed) {
+UpdateStats Index::Impl::update(const Source& source, const Impl* previous) {
   const Clock::time_point start = Clock::now();
+  const std::string_view path = source.path;
   UpdateStats stats;
-  const uint64_t hash = fnv1a64(text);
+  const uint64_t hash = fnv1a64(source.text);
   // 1. What the index holds of the file: nothing to do, or the embeddings of its chunks.
   Prepared p;
   // 2. The new chunks, their terms and embeddings, outside the lock (searches go on).
   // 3. The swap under the exclusive lock.
   stats.unchanged = snapshot(path, hash, p, stats.skipped);
   if (!stats.unchanged) {
-    prepare(path, text, std::move(parsed), p, stats);
+    if (previous != nullptr && previous != this &&
+        (previous->embedder == embedder ||
+         (previous->embedder && embedder &&
+          previous->embedder->fingerprint() == embedder->fingerprint()))) {
+      previous->lend(path, p);
+    }
+    prepare(source, p, stats);
     stats.unchanged = !swap(path, hash, p, stats);
   }
   stats.total_ms = ms_since(start);
@@ -407,7 +452,7 @@ std::optional<uint64_t> Index::content_hash(std::string_view path) const {
 std::vector<Hit> Index::search_dense(std::span<const float> query, std::size_t k,
                                      const std::unordered_set<std::string>& exclude) const {
   const Impl& m = *impl_;
-  if (!m.dense || k == 0) return {};
+  if (!m.embedder || k == 0) return {};
   if (query.size() != static_cast<std::size_t>(m.dim)) {
     throw IndexError(fmt::format("search_dense: query of {} floats, the index ({}) has dim {}",
                                  query.size(), m.embedder->fingerprint(), m.dim));
@@ -422,7 +467,7 @@ std::vector<Hit> Index::search_dense(std::span<const float> query, std::size_t k
     for (const FileEntry* f : m.files.nearest(query, m.options.coarse_files, exclude)) {
       ids.insert(ids.end(), f->chunks.begin(), f->chunks.end());
     }
-  } else if (m.live < m.options.exact_below) {
+  } else if (!m.dense || m.live < m.options.exact_below) {
     for (uint32_t id = 0; id < m.slots.size(); ++id) {
       if (m.slots[id].live) ids.push_back(id);
     }
@@ -458,6 +503,34 @@ std::vector<Hit> Index::search_lexical(std::string_view query, std::size_t k,
   return m.top(std::move(scored), k);
 }
 
+std::vector<Hit> Index::search_lexical(std::string_view query, std::size_t k,
+                                       const std::unordered_set<std::string>& exclude,
+                                       const CorpusStats& corpus) const {
+  const Impl& m = *impl_;
+  if (k == 0) return {};
+  const std::vector<std::string> terms = bm25_terms(query);
+  auto lock = m.read_lock();
+  std::vector<std::pair<uint32_t, double>> scored = m.lexical.score(terms, corpus);
+  std::erase_if(scored, [&](const auto& s) { return m.excluded(s.first, exclude); });
+  return m.top(std::move(scored), k);
+}
+
+CorpusStats Index::lexical_stats(std::string_view query,
+                                 const std::unordered_set<std::string>& exclude) const {
+  const Impl& m = *impl_;
+  std::vector<std::string> terms = bm25_terms(query);
+  std::sort(terms.begin(), terms.end());
+  terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+  auto lock = m.read_lock();
+  std::vector<uint32_t> without;
+  for (const std::string& path : exclude) {
+    if (const FileEntry* f = m.files.find(path)) {
+      without.insert(without.end(), f->chunks.begin(), f->chunks.end());
+    }
+  }
+  return m.lexical.stats(terms, without);
+}
+
 Chunk Index::chunk(uint32_t id) const {
   auto lock = impl_->read_lock();
   if (id >= impl_->slots.size() || !impl_->slots[id].live) {
@@ -489,7 +562,7 @@ std::size_t Index::file_count() const {
 }
 
 bool Index::dense() const {
-  return impl_->dense != nullptr;
+  return impl_->embedder != nullptr;
 }
 
 std::vector<std::string> Index::files() const {
@@ -507,6 +580,29 @@ std::vector<std::string> Index::imports(std::string_view path) const {
 std::size_t Index::graph_elements() const {
   auto lock = impl_->read_lock();
   return impl_->dense ? impl_->dense->elements() : 0;
+}
+
+std::size_t Index::bytes() const {
+  const Impl& m = *impl_;
+  auto lock = m.read_lock();
+  // Per live chunk: its Chunk and strings, its terms (a posting and a doc entry each, ~24
+  // bytes, for about one distinct term per 6 bytes of text); per slot its vector; per graph
+  // element its vector again and ~2M links of 4 bytes at layer 0.
+  std::size_t out = m.vectors.size() * sizeof(float) + m.slots.size() * sizeof(Slot);
+  for (const Slot& s : m.slots) {
+    if (!s.live) continue;
+    const Chunk& c = *s.chunk;
+    out += sizeof(Chunk) + c.text.size() + c.path.size() + c.name.size() + c.text.size() * 4;
+  }
+  if (m.dense) {
+    out += m.dense->elements() * (static_cast<std::size_t>(m.dim) * sizeof(float) +
+                                  static_cast<std::size_t>(m.options.hnsw_m) * 2 * 4 + 64);
+  }
+  for (const auto& [path, f] : m.files.all()) {
+    out += sizeof(FileEntry) + path.size() * 2 + f.imports.size() + f.skipped.size() +
+           f.chunks.size() * 4 + f.mean.size() * sizeof(float);
+  }
+  return out;
 }
 
 // Persistence. A directory of:
@@ -581,6 +677,12 @@ void Index::save(const std::filesystem::path& dir) const {
   const std::filesystem::path tmp =
       target.parent_path() /
       fmt::format(".{}.tmp-{}-{}", target.filename().string(), ::getpid(), counter++);
+  if (m.embedder && !m.dense) {
+    throw IndexError(
+        fmt::format("{}: an index without a graph (IndexOptions::graph false, a "
+                    "task's overlay) is not saved",
+                    target.string()));
+  }
   auto lock = m.read_lock();
   try {
     std::filesystem::create_directories(tmp);
@@ -600,6 +702,7 @@ void Index::save(const std::filesystem::path& dir) const {
                     {"lines", {c.first_line, c.last_line}},
                     {"part", c.part},
                     {"parts", c.parts},
+                    {"unit", {c.unit_first_line, c.unit_last_line}},
                     {"tokens", c.tokens},
                     {"hash", hex(s.text_hash)},
                     {"text", c.text},
@@ -729,6 +832,8 @@ void Index::Impl::load_chunks(std::size_t slot_count, std::string_view lines, co
     chunk.last_line = c.at("lines").at(1).get<uint32_t>();
     chunk.part = c.at("part").get<uint32_t>();
     chunk.parts = c.at("parts").get<uint32_t>();
+    chunk.unit_first_line = c.at("unit").at(0).get<uint32_t>();
+    chunk.unit_last_line = c.at("unit").at(1).get<uint32_t>();
     chunk.tokens = c.at("tokens").get<uint32_t>();
     chunk.text = c.at("text").get<std::string>();
     const uint64_t h = fnv1a64(chunk.text);

@@ -39,9 +39,13 @@
 
 #include "stages/facets/context.h"
 #include "stages/retrieval/embedder.h"
+#include "stages/retrieval/lexical.h"
 
 namespace vsynth::stages::ast {
 class ParsedFile;
+}
+namespace vsynth::stages::context {
+struct FileUnits;
 }
 
 namespace vsynth::stages::retrieval {
@@ -60,8 +64,11 @@ struct Chunk {
   facets::UnitKind kind = facets::UnitKind::Function;
   uint32_t first_line = 0, last_line = 0;  // 1-based, inclusive, of this piece in the file
   uint32_t part = 0, parts = 1;            // piece index / count of its unit
-  std::string text;                        // what is embedded and term-indexed
-  uint32_t tokens = 0;                     // encoder tokens of text (after truncation)
+  // 1-based, inclusive, of the whole unit this is a piece of (= first_line/last_line for a
+  // unit in one piece; 0 when unknown): a hit on a piece shows the whole unit.
+  uint32_t unit_first_line = 0, unit_last_line = 0;
+  std::string text;     // what is embedded and term-indexed
+  uint32_t tokens = 0;  // encoder tokens of text (after truncation)
 };
 
 struct ChunkOptions {
@@ -90,6 +97,10 @@ struct IndexOptions {
   // text is parsed afresh, since tree-sitter's incremental tree is not always the tree a
   // fresh parse gives (stages/ast/parse_cache.h), and chunks would depend on edit history.
   uint32_t reparse_files = 0;
+  // Keep an hnswlib graph of the chunks. false: dense search is always an exact scan (a
+  // task's overlay of its own few files, made once per version of them: no graph to build,
+  // and results independent of the order chunks came in, at any size).
+  bool graph = true;
 };
 
 struct Hit {
@@ -113,10 +124,20 @@ class Index {
   Index(std::shared_ptr<const Embedder> embedder, IndexOptions options);
   ~Index();
 
-  UpdateStats update_file(std::string_view path, std::string_view text);
+  // `previous`, when given, is another index holding an earlier version of the file (the
+  // last overlay of it): the BM25 terms and embeddings of its chunks of `path` are taken for
+  // the chunks of the new text that have the same text, so only chunks whose text is new to
+  // both are term-counted and embedded. A chunk's terms and embedding are functions of its text
+  // (and the path's language): the index is the same as without it, only made faster.
+  UpdateStats update_file(std::string_view path, std::string_view text,
+                          const Index* previous = nullptr);
   // The same for a file already parsed (the cursor's file as ast.anchor parsed it): its path
   // and source are the file's, and it is not parsed again.
   UpdateStats update_file(std::shared_ptr<const ast::ParsedFile> file);
+  // The same for a file already extracted (context extraction's units of it, made with
+  // extract.h's default options): neither parsed nor walked again.
+  UpdateStats update_file(std::shared_ptr<const context::FileUnits> units,
+                          const Index* previous = nullptr);
   void remove_file(std::string_view path);
   bool has_file(std::string_view path) const;
   std::optional<uint64_t> content_hash(std::string_view path) const;  // of the indexed text
@@ -130,6 +151,15 @@ class Index {
                                 const std::unordered_set<std::string>& exclude) const;
   std::vector<Hit> search_lexical(std::string_view query, std::size_t k,
                                   const std::unordered_set<std::string>& exclude) const;
+  // The same scored with `corpus`'s statistics (lexical.h: this index's, from lexical_stats
+  // with the same exclusion, plus another's searched with it as one corpus).
+  std::vector<Hit> search_lexical(std::string_view query, std::size_t k,
+                                  const std::unordered_set<std::string>& exclude,
+                                  const CorpusStats& corpus) const;
+  // This index's BM25 statistics for the terms of `query`, chunks of files in `exclude` left
+  // out.
+  CorpusStats lexical_stats(std::string_view query,
+                            const std::unordered_set<std::string>& exclude) const;
 
   // A copy (the index may change after the call returns).
   Chunk chunk(uint32_t id) const;
@@ -144,6 +174,9 @@ class Index {
   std::vector<std::string> imports(std::string_view path) const;
   // Elements of the hnswlib graph, deleted ones included (bounded under edits: slots reused).
   std::size_t graph_elements() const;
+  // Approximate heap bytes held: chunk texts, terms, vectors, graph links (for caches of
+  // indexes bounded by bytes).
+  std::size_t bytes() const;
 
   void save(const std::filesystem::path& dir) const;
   // Files in the loaded index with their content hashes (to re-validate against the disk).

@@ -108,12 +108,24 @@ IndexSettings index_settings(const std::string& name, const graph::Params& p) {
   s.index.hnsw_ef_construction = static_cast<int>(p.integer("hnsw_ef_construction"));
   s.index.hnsw_ef_search = static_cast<int>(p.integer("hnsw_ef_search"));
   s.index.coarse_files = static_cast<uint32_t>(p.integer("coarse_files"));
+  s.overlay_cache_bytes = static_cast<std::size_t>(p.integer("overlay_cache_mb")) << 20;
   return s;
 }
 
 IndexResource::IndexResource(IndexSettings settings) : settings_(std::move(settings)) {
   load_embedder();
   build();
+  overlays_ =
+      std::make_unique<OverlayCache>(embedder_, settings_.index, settings_.overlay_cache_bytes);
+}
+
+std::vector<graph::ResourceCounter> IndexResource::counters() const {
+  const OverlayCache::Counters c = overlays_->counters();
+  if (c.lookups == 0) return {};
+  return {{"overlay_lookups", static_cast<double>(c.lookups)},
+          {"overlay_hit_rate", static_cast<double>(c.hits) / static_cast<double>(c.lookups), true},
+          {"overlay_evictions", static_cast<double>(c.evictions)},
+          {"overlay_mib", static_cast<double>(c.bytes) / (1 << 20)}};
 }
 
 const std::string* IndexResource::text(const std::string& path) const {
@@ -297,6 +309,12 @@ graph::ResourceContract index_contract() {
       graph::P::integer("coarse_files", 0, 0, 1 << 20,
                         "files kept by the file-level filter before chunks are searched; 0: "
                         "search every chunk"),
+      graph::P::integer("overlay_cache_mb", 256, 0, 1 << 20,
+                        "MiB of task overlays (the index of a task's own files that differ from "
+                        "the repository's, e.g. the file being edited) kept between requests, "
+                        "least recently used evicted first; an edited file's next overlay "
+                        "embeds only its changed chunks. 0: none kept (every request indexes "
+                        "its files afresh; results are the same)"),
   };
   return c;
 }

@@ -13,6 +13,9 @@
 // (unchanged files cost a hash, changed ones are re-indexed, vanished ones removed) and saved
 // back. No root: an empty shared index (each task searches its own files only).
 //
+// The overlays of the tasks' own files (retrieval.search) are kept here, in an OverlayCache of
+// overlay_cache_mb, for every search of the run.
+//
 // Degradation: when the encoder cannot load, one warning naming why goes to stderr, the index
 // is BM25-only, and every search says served_by "lexical" with that reason.
 #pragma once
@@ -30,6 +33,7 @@
 #include "graph/resource.h"
 #include "stages/retrieval/embedder.h"
 #include "stages/retrieval/index.h"
+#include "stages/retrieval/overlay_cache.h"
 
 namespace vsynth::stages::retrieval {
 
@@ -45,6 +49,7 @@ struct IndexSettings {
   bool cache = true;
   BertEmbedderOptions embedder;
   IndexOptions index;
+  std::size_t overlay_cache_bytes = std::size_t{256} << 20;  // OverlayCache budget
   // Called after each repository file is brought up to date (indexed, found unchanged or
   // skipped), on the building thread: `done` of `total` files. For `vsynth index`'s progress.
   std::function<void(std::size_t done, std::size_t total, const std::string& path)> on_file;
@@ -67,6 +72,10 @@ class IndexResource : public graph::Resource {
   const IndexSettings& settings() const { return settings_; }
   // The text of a repository file as indexed (path relative to root, '/'-separated).
   const std::string* text(const std::string& path) const;
+  // The tasks' overlays (overlay_cache.h), kept across requests for the whole run.
+  OverlayCache& overlays() const { return *overlays_; }
+  // overlay lookups, hit rate, evictions and MiB, for the run summary.
+  std::vector<graph::ResourceCounter> counters() const override;
 
   struct BuildStats {
     uint32_t files = 0, indexed = 0, unchanged = 0, removed = 0, skipped = 0;
@@ -89,6 +98,7 @@ class IndexResource : public graph::Resource {
   std::shared_ptr<const Embedder> embedder_;
   std::string degraded_;
   std::unique_ptr<Index> index_;
+  std::unique_ptr<OverlayCache> overlays_;
   std::map<std::string, std::string, std::less<>> texts_;
   std::filesystem::path cache_path_;
   BuildStats stats_;

@@ -55,23 +55,62 @@ uint32_t LexicalIndex::document_frequency(std::string_view term) const {
   return it == ids_.end() ? 0 : static_cast<uint32_t>(postings_[it->second].size());
 }
 
+CorpusStats& CorpusStats::operator+=(const CorpusStats& o) {
+  chunks += o.chunks;
+  length += o.length;
+  for (const auto& [term, n] : o.df) df[term] += n;
+  return *this;
+}
+
+CorpusStats LexicalIndex::stats(std::span<const std::string> query_terms,
+                                std::span<const uint32_t> without) const {
+  CorpusStats s;
+  s.chunks = static_cast<double>(live_);
+  s.length = static_cast<double>(total_length_);
+  std::vector<uint32_t> ids;  // term ids of the query's terms, by position in query_terms
+  for (const std::string& term : query_terms) {
+    const auto it = ids_.find(term);
+    s.df[term] = it == ids_.end() ? 0.0 : static_cast<double>(postings_[it->second].size());
+    ids.push_back(it == ids_.end() ? UINT32_MAX : it->second);
+  }
+  for (const uint32_t chunk : without) {
+    if (!contains(chunk)) continue;
+    const Doc& doc = docs_[chunk];
+    s.chunks -= 1;
+    s.length -= doc.length;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const bool has = std::binary_search(
+          doc.terms.begin(), doc.terms.end(), std::make_pair(ids[i], uint32_t{0}),
+          [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (has) s.df[query_terms[i]] -= 1;
+    }
+  }
+  return s;
+}
+
 std::vector<std::pair<uint32_t, double>> LexicalIndex::score(
     std::span<const std::string> query_terms) const {
+  return score(query_terms, stats(query_terms));
+}
+
+std::vector<std::pair<uint32_t, double>> LexicalIndex::score(
+    std::span<const std::string> query_terms, const CorpusStats& corpus) const {
   std::vector<std::pair<uint32_t, double>> out;
-  if (live_ == 0) return out;
+  if (live_ == 0 || corpus.chunks <= 0) return out;
   std::vector<std::string_view> query(query_terms.begin(), query_terms.end());
   std::sort(query.begin(), query.end());
   query.erase(std::unique(query.begin(), query.end()), query.end());
 
-  const double n = static_cast<double>(live_);
-  const double avgdl = average_length();
+  const double n = corpus.chunks;
+  const double avgdl = corpus.length / corpus.chunks;
   std::vector<double> scores(docs_.size(), 0.0);
   std::vector<uint32_t> touched;
   for (const std::string_view term : query) {
     const auto it = ids_.find(std::string(term));
     if (it == ids_.end() || postings_[it->second].empty()) continue;
     const std::vector<Posting>& list = postings_[it->second];
-    const double df = static_cast<double>(list.size());
+    const auto known = corpus.df.find(std::string(term));
+    const double df = known == corpus.df.end() ? static_cast<double>(list.size()) : known->second;
     const double idf = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
     for (const Posting& p : list) {
       const double tf = p.tf;

@@ -16,6 +16,16 @@
 
 namespace vsynth::stages::retrieval {
 
+// The corpus statistics BM25 scores with: chunks, their total length (terms, repeats counted)
+// and each query term's document frequency. Two indexes searched as one corpus (the shared
+// repository index and a task's overlay) each score with the sum of both's statistics, so their
+// scores are comparable and their hits merge into one list.
+struct CorpusStats {
+  double chunks = 0, length = 0;
+  std::unordered_map<std::string, double> df;  // of the query's terms
+  CorpusStats& operator+=(const CorpusStats& o);
+};
+
 class LexicalIndex {
  public:
   static constexpr double kK1 = 1.2, kB = 0.75;
@@ -29,6 +39,12 @@ class LexicalIndex {
   // once; terms the index lacks add nothing), in no particular order. Scores are sums over
   // the query's terms in sorted order, so they do not depend on insertion order.
   std::vector<std::pair<uint32_t, double>> score(std::span<const std::string> query_terms) const;
+  // The same with the statistics `corpus` (which must include this index's own, see stats()).
+  std::vector<std::pair<uint32_t, double>> score(std::span<const std::string> query_terms,
+                                                 const CorpusStats& corpus) const;
+  // This index's statistics for `query_terms`, the chunks in `without` left out.
+  CorpusStats stats(std::span<const std::string> query_terms,
+                    std::span<const uint32_t> without = {}) const;
 
   // The chunk's distinct terms with their counts, sorted by term (what add got).
   std::vector<std::pair<std::string, uint32_t>> terms_of(uint32_t chunk) const;

@@ -5,8 +5,6 @@
 #include <map>
 #include <tuple>
 
-#include "stages/retrieval/chunker.h"
-
 namespace vsynth::stages::retrieval {
 
 namespace {
@@ -44,7 +42,8 @@ class Search {
     return ids;
   }
 
-  // Both indexes' dense hits merged by cosine, ties by path and line.
+  // Both indexes' hits merged by score (cosine, or BM25 over one corpus), ties by path and
+  // line.
   std::vector<uint32_t> merged(const std::vector<Hit>& a, const std::vector<Hit>& b) {
     std::vector<std::pair<double, uint32_t>> all;
     for (uint32_t id : list(a, false)) all.emplace_back(score_of(a, id / 2), id);
@@ -162,22 +161,6 @@ std::string lines_of(std::string_view text, uint32_t first, uint32_t last) {
   return std::string(text.substr(at, end == std::string::npos ? std::string::npos : end - at));
 }
 
-// The lines of the whole unit `piece` is a piece of: its file chunked again (rare: only units
-// longer than max_tokens are split), the pieces of the same unit around it.
-void unit_lines(const Chunk& piece, std::string_view text, const ChunkOptions& options,
-                const Embedder* counter, uint32_t& first, uint32_t& last) {
-  if (text.empty()) return;
-  const std::vector<Chunk> chunks = chunk_source(piece.path, text, options, counter).chunks;
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    const Chunk& c = chunks[i];
-    if (c.name != piece.name || c.part != piece.part || c.first_line != piece.first_line) continue;
-    if (i < c.part || i - c.part + c.parts > chunks.size()) return;
-    first = chunks[i - c.part].first_line;
-    last = chunks[i - c.part + c.parts - 1].last_line;
-    return;
-  }
-}
-
 struct UnitHit {
   facets::RetrievedFacet::Hit hit;
   bool task = false;
@@ -212,12 +195,13 @@ facets::RetrievedFacet search(
 
   // --- the ranked lists ---
   std::vector<RankedList> lists;
-  const std::vector<uint32_t> lex_shared =
-      s.list(shared.search_lexical(text, o.candidates, exclude), false);
-  const std::vector<uint32_t> lex_task =
-      s.list(overlay.search_lexical(text, o.candidates, {}), true);
-  lists.push_back({lex_shared, o.weight_lexical});
-  lists.push_back({lex_task, o.weight_lexical});
+  // One corpus: the repository as this task sees it (its own files in place of theirs).
+  CorpusStats corpus = shared.lexical_stats(text, exclude);
+  corpus += overlay.lexical_stats(text, {});
+  const std::vector<uint32_t> lexical =
+      s.merged(shared.search_lexical(text, o.candidates, exclude, corpus),
+               overlay.search_lexical(text, o.candidates, {}, corpus));
+  lists.push_back({lexical, o.weight_lexical});
   std::vector<uint32_t> dense;
   if (embedder) {
     const std::string_view view = text;
@@ -246,8 +230,8 @@ facets::RetrievedFacet search(
     const Seen& seen = s.seen(id);
     const Chunk& c = seen.c;
     // The whole unit's lines: a piece of a long unit covers only part of it.
-    uint32_t first = c.first_line, last = c.last_line;
-    if (c.parts > 1 && file_text) unit_lines(c, file_text(c.path), o.chunks, embedder, first, last);
+    const uint32_t first = c.unit_first_line ? c.unit_first_line : c.first_line;
+    const uint32_t last = c.unit_last_line ? c.unit_last_line : c.last_line;
     UnitHit& u = units[{seen.task, c.path, c.name, first}];
     facets::RetrievedFacet::Hit& h = u.hit;
     const double score = raw / best_possible;
@@ -260,7 +244,7 @@ facets::RetrievedFacet search(
     h.first_line = first;
     h.last_line = std::max(h.last_line, last);
     u.task = seen.task;
-    keep_min(h.lexical_rank, rank_in(seen.task ? lex_task : lex_shared, id));
+    keep_min(h.lexical_rank, rank_in(lexical, id));
     keep_min(h.dense_rank, rank_in(dense, id));
     keep_min(h.structural_rank, rank_in(structure, id));
   }

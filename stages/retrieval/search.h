@@ -8,8 +8,9 @@
 //
 // Lists (each of at most `candidates` chunks; the cursor's own function, and any chunk inside
 // it, never appears):
-//   lexical     BM25 of the query's terms: the shared index (the task's overlay paths
-//               excluded) and the overlay are ranked as two lists (their BM25 statistics differ)
+//   lexical     BM25 of the query's terms over one corpus, the repository as the task sees it:
+//               the shared index (the task's overlay paths excluded) and the overlay each
+//               scored with both's statistics (CorpusStats), merged by score
 //   dense       cosine with the query's embedding, both indexes merged by cosine (comparable)
 //   structural  the chunks the other lists found, ranked by how close their file is to the
 //               cursor's: the same file first, then files the cursor's file imports (a file
@@ -47,7 +48,6 @@ struct SearchOptions {
   double adaptive_raise = 0.3;
   double weight_lexical = 1, weight_dense = 1, weight_structural = 1;
   double rrf_k = 60;
-  ChunkOptions chunks;  // the indexes' own (to find the whole unit of a long unit's piece)
 };
 
 struct SearchQuery {
@@ -65,8 +65,9 @@ struct SearchQuery {
 
 // `overlay` holds the task's files that differ from `shared` (paths in `exclude`); `embedder`
 // null: no dense list (served_by "lexical"). `file_text` gives the text the search saw for a
-// path (the task's version of a task file, else the repository's), or null: the whole lines of
-// a long unit split into pieces, and the text of hits outside the task's files, come from it.
+// path (the task's version of a task file, else the repository's), or null: the text of hits
+// outside the task's files comes from it. A hit on a piece of a long unit is the whole unit
+// (Chunk::unit_first_line..unit_last_line).
 facets::RetrievedFacet search(const Index& shared, const Index& overlay,
                               const std::unordered_set<std::string>& exclude,
                               const SearchQuery& query, const SearchOptions& options,

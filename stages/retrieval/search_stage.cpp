@@ -51,7 +51,8 @@ std::map<std::string, std::string_view> task_files(const graph::Item& item,
 
 }  // namespace
 
-SearchQuery anchor_query(const ast::AnchorFacet& a, std::string instruction) {
+SearchQuery anchor_query(const ast::AnchorFacet& a, std::string instruction,
+                         std::shared_ptr<const context::FileUnits> units) {
   const ast::ParsedFile& file = a.file();
   const ast::Anchor& anchor = a.anchor();
   SearchQuery q;
@@ -81,8 +82,7 @@ SearchQuery anchor_query(const ast::AnchorFacet& a, std::string instruction) {
         file.source().substr(imp.span.start_byte, imp.span.end_byte - imp.span.start_byte));
   }
   q.instruction = std::move(instruction);
-  const std::shared_ptr<const context::FileUnits> units =
-      context::extract_file_units(a.share_file());
+  if (!units) units = context::extract_file_units(a.share_file());
   for (const context::Unit& u : units->units) {
     if (context::is_definition(u.kind) && !u.name.empty()) {
       q.in_file_names.emplace(simple_name(u.name));
@@ -108,7 +108,6 @@ SearchStage::SearchStage(const graph::StageContext& ctx)
   options_.weight_dense = p.number("weight_dense");
   options_.weight_structural = p.number("weight_structural");
   options_.rrf_k = p.number("rrf_k");
-  options_.chunks = index_->settings().index.chunks;
 }
 
 graph::Port SearchStage::process(graph::Item& item) {
@@ -116,26 +115,32 @@ graph::Port SearchStage::process(graph::Item& item) {
   const ast::AnchorFacet& anchor = item.get<ast::AnchorFacet>();
   const std::map<std::string, std::string_view> files = task_files(item, files_, anchor.file());
 
-  // --- this task's overlay: its files the shared index does not hold as they are ---
-  Index overlay(index_->embedder(), index_->settings().index);
-  std::unordered_set<std::string> exclude;
+  // --- the query, from the cursor file's units (extracted once, also chunked below) ---
   std::string instruction;
   if (const nlohmann::json* text = lookup(item.task().data, instruction_);
       text && text->is_string()) {
     instruction = text->get<std::string>();
   }
-  SearchQuery query = anchor_query(anchor, std::move(instruction));
+  const std::shared_ptr<const context::FileUnits> units =
+      context::extract_file_units(anchor.share_file());
+  SearchQuery query = anchor_query(anchor, std::move(instruction), units);
+
+  // --- this task's overlay: its files the shared index does not hold as they are ---
+  std::unordered_set<std::string> exclude;
+  std::vector<OverlayFile> overlay_files;
   for (const auto& [path, text] : files) {
     query.task_paths.insert(path);
     const std::string* shared = index_->text(path);
     if (shared && *shared == text) continue;
-    overlay.update_file(path, text);
     exclude.insert(path);
+    const bool cursor = text.data() == anchor.file().source().data();
+    overlay_files.push_back({path, text, cursor ? units : nullptr});
   }
+  const OverlayCache::Result overlay = index_->overlays().get(std::move(overlay_files));
 
   // --- the search ---
   facets::RetrievedFacet result =
-      search(index_->index(), overlay, exclude, query, options_, index_->embedder().get(),
+      search(index_->index(), *overlay.index, exclude, query, options_, index_->embedder().get(),
              [&](const std::string& path) -> std::string_view {
                if (auto it = files.find(path); it != files.end()) return it->second;
                const std::string* repo = index_->text(path);

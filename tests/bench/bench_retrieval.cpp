@@ -8,10 +8,12 @@
 //   update  save-to-searchable: a 2,000-line Python file with one function edited, through
 //           Index::update_file (parse, chunk, terms, embed the changed chunk, swap), with the
 //           tests' hashed bag-of-terms embedder at 384 dims: the real encoder's cost per
-//           chunk comes on top (embed calls are printed).
+//           chunk comes on top (embed calls are printed). Last row: what retrieval.search
+//           does for the file being edited (a new overlay from ast.anchor's tree and the last
+//           overlay, overlay_cache.h).
 //
 // Usage: bench_retrieval [--points N] [--queries N] [--edits N] [--json PATH]
-//        (defaults 100000, 1000, 200, bench_retrieval.json)
+//        (defaults 100000, 1000, 200, bench_retrieval.json; --points 0: the update table only)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,9 +28,11 @@
 
 #include "stages/ast/language.h"
 #include "stages/ast/parsed_file.h"
+#include "stages/context/extract.h"
 #include "stages/retrieval/dense.h"
 #include "stages/retrieval/files.h"
 #include "stages/retrieval/index.h"
+#include "stages/retrieval/overlay_cache.h"
 #include "tests/retrieval/test_embedder.h"
 
 using namespace vsynth::stages::retrieval;
@@ -232,11 +236,53 @@ std::string module(int lines, int variant_of = -1, int variant = 0) {
 }
 
 // How the edited text reaches the index.
-enum class Mode { Fresh, Parsed, Incremental };
+enum class Mode { Fresh, Parsed, Incremental, Overlay };
 const char* mode_name(Mode m) {
   return m == Mode::Fresh    ? "text, fresh parse (default)"
          : m == Mode::Parsed ? "already parsed (ast.anchor's tree)"
-                             : "text, reparse_files (incremental parse)";
+         : m == Mode::Overlay
+             ? "task overlay: anchor's tree extracted, new graphless index from the last one"
+             : "text, reparse_files (incremental parse)";
+}
+
+// retrieval.search's path for the file being edited (overlay_cache.h, a miss): the tree
+// ast.anchor parsed is extracted (once, for the query too), and a new overlay index of it is
+// built with the last overlay as `previous`. Timed: extraction, chunking, terms of new chunks,
+// the changed chunk's embedding, the index; then searchable. The parse is ast.anchor's.
+nlohmann::json bench_overlay(std::size_t edits) {
+  auto embedder = std::make_shared<vsynth::stages::retrieval::test::BagEmbedder>(kDim, "bag-384");
+  const IndexOptions options = OverlayCache::overlay_options({});
+  const std::string path = "lib/records.py";
+  const auto& python = vsynth::stages::ast::Language::named("python");
+  auto last = std::make_shared<Index>(embedder, options);
+  const UpdateStats first = last->update_file(path, module(2000));
+  std::vector<double> total;
+  uint64_t embedded = 0;
+  const uint64_t calls0 = embedder->calls;
+  std::size_t found = 0;
+  for (std::size_t e = 0; e < edits; ++e) {
+    const std::string text = module(2000, 70, static_cast<int>(e) + 1);
+    auto parsed = std::make_shared<const vsynth::stages::ast::ParsedFile>(path, python, text);
+    const auto t0 = Clock::now();
+    auto units = vsynth::stages::context::extract_file_units(parsed);
+    auto next = std::make_shared<Index>(embedder, options);
+    const UpdateStats s = next->update_file(units, last.get());
+    total.push_back(ms(t0, Clock::now()));
+    embedded += s.embedded;
+    last = next;
+    const auto hits = last->search_lexical("total_70 " + std::to_string(e + 1), 1, {});
+    found += !hits.empty() && hits[0].data->name == "process_record_70";
+  }
+  const Percentiles t = percentiles(total);
+  const double per_edit = static_cast<double>(embedded) / static_cast<double>(edits);
+  std::printf("| %s | %.2f | %.2f | %.2f | - | %.2f | %llu | %zu/%zu |\n", mode_name(Mode::Overlay),
+              t.p50, t.p95, t.max, per_edit,
+              static_cast<unsigned long long>(embedder->calls - calls0), found, edits);
+  return {{"mode", mode_name(Mode::Overlay)}, {"file_lines", 2000},
+          {"file_chunks", first.added},       {"edits", edits},
+          {"update_p50_ms", t.p50},           {"update_p95_ms", t.p95},
+          {"update_max_ms", t.max},           {"embedded_per_edit", per_edit},
+          {"found_after_update", found}};
 }
 
 nlohmann::json bench_update(std::size_t edits, Mode mode) {
@@ -304,6 +350,7 @@ nlohmann::json bench_updates(std::size_t edits) {
   for (const Mode m : {Mode::Fresh, Mode::Parsed, Mode::Incremental}) {
     out.push_back(bench_update(edits, m));
   }
+  out.push_back(bench_overlay(edits));
   return out;
 }
 
@@ -329,7 +376,9 @@ int main(int argc, char** argv) {
   }
   nlohmann::json out;
   out["update"] = bench_updates(edits);
-  out["dense"] = {bench_dense(points, queries, false), bench_dense(points, queries, true)};
+  if (points > 0) {
+    out["dense"] = {bench_dense(points, queries, false), bench_dense(points, queries, true)};
+  }
   std::ofstream(json_path) << out.dump(2) << "\n";
   std::printf("wrote %s\n", json_path.c_str());
 }

@@ -26,7 +26,12 @@
 //   bench_retrieval_recall --repos .cache/bench-repos/src [--only click,tiktoken]
 //       [--per-file 4] [--max-tasks 200] [--min-lines 800] [--budget 1024]
 //       [--model models/all-MiniLM-L6-v2] [--q8 1] [--threads 2] [--max-files 400]
-//       [--json bench_retrieval_recall.json]
+//       [--json bench_retrieval_recall.json] [--index-cache DIR]
+// --index-cache: each repository's index is saved under DIR and loaded by the next run (its
+// files re-validated by content; "build s" is then the re-validation).
+// --ablation 1: also fusion with one mechanism off at a time (f-nothr: no threshold,
+// f-nostruct: no structural list, f-nocap: no per-file cap; f-k10, f-k20: rrf_k 10 and 20
+// instead of 60), as configurations of their own.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -58,6 +63,7 @@
 #include "stages/context/ts_util.h"
 #include "stages/retrieval/embedder.h"
 #include "stages/retrieval/index.h"
+#include "stages/retrieval/overlay_cache.h"
 #include "stages/retrieval/search.h"
 #include "stages/retrieval/search_stage.h"
 
@@ -404,6 +410,8 @@ int main(int argc, char** argv) {
   uint32_t min_lines = 800, per_file = 4, max_tasks = 200, budget = 1024, max_files = 400;
   bool q8 = true;
   int threads = 2;
+  std::string index_cache;  // a directory: each repository's index saved there, loaded next run
+  bool ablation = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--repos") {
@@ -428,6 +436,10 @@ int main(int argc, char** argv) {
       q8 = v != "0";
     } else if (a == "--threads") {
       threads = std::stoi(v);
+    } else if (a == "--index-cache") {
+      index_cache = v;
+    } else if (a == "--ablation") {
+      ablation = v != "0";
     } else {
       fmt::print(stderr, "bench_retrieval_recall: unknown option {} (see its header)\n", a);
       return 2;
@@ -478,13 +490,23 @@ int main(int argc, char** argv) {
       repo->files[rel] = read_file(p);
       repo->index.update(rel, repo->files[rel]);
     }
-    repo->retrieval = std::make_unique<ret::Index>(embedder, index_options);
+    const fs::path saved =
+        index_cache.empty() ? fs::path() : fs::path(index_cache) / (repo->name + (q8 ? "-q8" : ""));
+    if (!saved.empty() && fs::exists(saved / "manifest.json")) {
+      try {
+        repo->retrieval = ret::Index::load(saved, embedder, index_options);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "{}: not loaded ({}); rebuilding\n", saved.string(), e.what());
+      }
+    }
+    if (!repo->retrieval) repo->retrieval = std::make_unique<ret::Index>(embedder, index_options);
     const auto t0 = Clock::now();
     for (const auto& [rel, text] : repo->files) {
       const ret::UpdateStats s = repo->retrieval->update_file(rel, text);
       repo->skipped += !s.skipped.empty();
     }
     repo->build_s = ms_since(t0) / 1e3;
+    if (!saved.empty()) repo->retrieval->save(saved);
     repo->chunks = static_cast<uint32_t>(repo->retrieval->chunk_count());
     fmt::print("{:<10} {:>6} {:>7} {:>8} {:>9.1f}\n", repo->name, repo->files.size(), repo->chunks,
                repo->skipped, repo->build_s);
@@ -519,14 +541,30 @@ int main(int argc, char** argv) {
   struct Search {
     std::string name;
     double lexical, dense, structural;
+    double min_score = ret::SearchOptions{}.min_score, raise = ret::SearchOptions{}.adaptive_raise;
+    uint32_t cap = ret::SearchOptions{}.per_file_cap;
+    double rrf_k = ret::SearchOptions{}.rrf_k;
   };
   // Fusion first: its query embedding is the one timed (the others find it in the cache).
-  const std::vector<Search> searches = {{"fusion", 1, 1, 1}, {"bm25", 1, 0, 0}, {"dense", 0, 1, 0}};
-  const std::vector<Config> configs = {{"deps", true, -1},
-                                       {"bm25", false, 1},
-                                       {"dense", false, 2},
-                                       {"fusion", false, 0},
-                                       {"deps+fusion", true, 0}};
+  std::vector<Search> searches = {{"fusion", 1, 1, 1}, {"bm25", 1, 0, 0}, {"dense", 0, 1, 0}};
+  std::vector<Config> configs = {{"deps", true, -1},
+                                 {"bm25", false, 1},
+                                 {"dense", false, 2},
+                                 {"fusion", false, 0},
+                                 {"deps+fusion", true, 0}};
+  if (ablation) {  // fusion with one mechanism off at a time: which one loses the gold
+    searches.push_back({"f-nothr", 1, 1, 1, 0, 0});
+    searches.push_back({"f-nostruct", 1, 1, 0});
+    searches.push_back({"f-nocap", 1, 1, 1, ret::SearchOptions{}.min_score,
+                        ret::SearchOptions{}.adaptive_raise, 1000});
+    searches.push_back({"f-k10", 1, 1, 1});
+    searches.back().rrf_k = 10;
+    searches.push_back({"f-k20", 1, 1, 1});
+    searches.back().rrf_k = 20;
+    for (int k = 3; k < static_cast<int>(searches.size()); ++k) {
+      configs.push_back({searches[static_cast<std::size_t>(k)].name, false, k});
+    }
+  }
   ctx::FileUnitsCache cache(std::size_t{256} << 20);
   // (family, repo or "all", config) -> tasks, recalled; (family, search) -> gold among hits
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<uint32_t, uint32_t>> tally;
@@ -546,7 +584,7 @@ int main(int argc, char** argv) {
     const ast::AnchorFacet anchor(file, ast::anchor(*file, ast::Cursor::at_byte(t.cursor)));
     // As retrieval.search: the cursor's file (the task's text) in an overlay of its own.
     auto t0 = Clock::now();
-    ret::Index overlay(embedder, index_options);
+    ret::Index overlay(embedder, ret::OverlayCache::overlay_options(index_options));
     overlay.update_file(file);
     const std::unordered_set<std::string> exclude = {t.path};
     ret::SearchQuery q = ret::anchor_query(anchor);  // the tasks have no instruction
@@ -563,7 +601,10 @@ int main(int argc, char** argv) {
       o.weight_lexical = s.lexical;
       o.weight_dense = s.dense;
       o.weight_structural = s.structural;
-      o.chunks = index_options.chunks;
+      o.min_score = s.min_score;
+      o.adaptive_raise = s.raise;
+      o.per_file_cap = s.cap;
+      o.rrf_k = s.rrf_k;
       t0 = Clock::now();
       found.push_back(
           ret::search(*repo.retrieval, overlay, exclude, q, o, embedder.get(), file_text));

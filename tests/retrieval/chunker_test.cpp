@@ -195,6 +195,9 @@ TEST_CASE("a unit over max_tokens is split on rows, each piece repeating its sig
     CHECK(c.part == i);
     CHECK(c.parts == chunks.size());
     CHECK(c.first_line == next_line);  // pieces tile the function's rows
+    // Each piece knows its whole unit: a hit on it shows the function.
+    CHECK(c.unit_first_line == 3);
+    CHECK(c.unit_last_line == 3 + 2 + 120);
     next_line = c.last_line + 1;
     CHECK(c.text.rfind("m/long.py\ndef long_one(alpha, beta,\n             gamma):\n", 0) == 0);
     CHECK(counter.count_tokens(c.text) <= options.max_tokens);

@@ -110,6 +110,9 @@ TEST_CASE("save then load gives identical search results", "[retrieval]") {
         CHECK(a[i].data->name == b[i].data->name);
         CHECK(a[i].data->kind == b[i].data->kind);
         CHECK(a[i].data->tokens == b[i].data->tokens);
+        CHECK(a[i].data->unit_first_line == b[i].data->unit_first_line);
+        CHECK(a[i].data->unit_last_line == b[i].data->unit_last_line);
+        CHECK(a[i].data->unit_first_line == a[i].data->first_line);  // one-piece units
       }
     }
     // A loaded index keeps updating: unchanged files cost nothing, freed ids are reused.
@@ -118,6 +121,12 @@ TEST_CASE("save then load gives identical search results", "[retrieval]") {
     CHECK(s.embedded == 1);
     CHECK(s.reused_slots == 1);
   }
+  // An index without a graph (a task's overlay) is not saved: loading needs the graph.
+  IndexOptions graphless;
+  graphless.graph = false;
+  const auto overlay = build(embedder, graphless);
+  CHECK_THROWS_WITH(overlay->save(tmp.path / "overlay"), Catch::Contains("without a graph"));
+  CHECK_FALSE(fs::exists(tmp.path / "overlay"));
   // A BM25-only index round-trips too.
   const auto lexical = build(nullptr);
   lexical->save(tmp.path / "lexical");
@@ -168,7 +177,7 @@ TEST_CASE("loading with another embedder, format or chunking is an IndexError na
   spit(dir / "manifest.json", manifest.dump());
   e = load_error(dir, embedder);
   CHECK(e.find("format version 99") != std::string::npos);
-  CHECK(e.find("reads version 1") != std::string::npos);
+  CHECK(e.find("reads version 2") != std::string::npos);
 
   spit(dir / "manifest.json", "{not json");
   CHECK(load_error(dir, embedder).find("manifest.json is not valid JSON") != std::string::npos);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -255,6 +256,72 @@ TEST_CASE("retrieval: each record is a function of its task (alone, serially, in
     uint32_t differ = 0;
     for (const auto& [id, rec] : got) differ += rec != alone.at(id);
     INFO(name << ": " << differ << " records differ from the task run alone");
+    CHECK(differ == 0);
+  }
+}
+
+// An editor session on one file: the cursor's file grows a function at a time and one of its
+// functions is rewritten, a repository file is sent edited too; each request's overlay is
+// built from the one before it (kept by the index resource), which must change nothing.
+TEST_CASE("retrieval: overlays kept across requests give each record its cold run's bytes",
+          "[retrieval][stage][determinism]") {
+  if (!vsynth::test::have_default_encoder()) return;
+  Repo repo;
+  std::vector<nlohmann::json> tasks;
+  std::string body;
+  for (int v = 0; v < 8; ++v) {
+    body += "\n\ndef step_" + std::to_string(v) +
+            "(rows):\n    return [r for r in rows if r][:" + std::to_string(v) + "]\n";
+    std::string source = main_source("report") + body;
+    if (v % 2) {
+      source.replace(source.find("return rows"), 11, "return rows[" + std::to_string(v) + ":]");
+    }
+    nlohmann::json t = task("e" + std::to_string(v), "report",
+                            v % 3 ? "clean the rows" : "write the rows back to a csv file");
+    t["source"] = source;
+    if (v >= 4) {  // the repository's table.py, edited by the task, one version per two tasks
+      t["files"] = {{{"path", "util/table.py"},
+                     {"source", std::string(kTable) + "\n\ndef purge_" + std::to_string(v / 2) +
+                                    "(rows):\n    return [r for r in rows if r]\n"}}};
+    }
+    tasks.push_back(std::move(t));
+  }
+  const std::string yaml = pipeline(repo, encoder_dir(), true);
+  std::map<std::string, std::string> cold;
+  for (const nlohmann::json& t : tasks) {
+    for (auto& [id, rec] : run(yaml, {t})) cold[id] = rec;
+  }
+  REQUIRE(cold.size() == tasks.size());
+  // Serially, the session's order and backwards (each overlay built from a later version),
+  // then all in flight, each twice in one run (the second a hit).
+  std::vector<nlohmann::json> backwards(tasks.rbegin(), tasks.rend());
+  std::vector<nlohmann::json> twice = tasks;
+  for (const nlohmann::json& t : tasks) {
+    nlohmann::json again = t;
+    again["id"] = t["id"].get<std::string>() + "-again";
+    twice.push_back(std::move(again));
+  }
+  for (const auto& [name, text, list] :
+       std::vector<std::tuple<std::string, std::string, std::vector<nlohmann::json>>>{
+           {"serial", yaml + "max_in_flight: 1\n", twice},
+           {"backwards", yaml + "max_in_flight: 1\n", backwards},
+           {"in flight", yaml + "max_in_flight: 64\n", twice}}) {
+    const std::map<std::string, std::string> got = run(text, list);
+    REQUIRE(got.size() == list.size());
+    uint32_t differ = 0;
+    for (const auto& [id, rec] : got) {
+      std::string base = id.substr(0, id.find("-again"));
+      std::string expect = cold.at(base);
+      if (base != id) {  // the record names its task: compare the rest
+        const std::string from = "\"id\":\"" + base + "\"", to = "\"id\":\"" + id + "\"";
+        for (std::size_t at = expect.find(from); at != std::string::npos;
+             at = expect.find(from, at + to.size())) {
+          expect.replace(at, from.size(), to);
+        }
+      }
+      differ += rec != expect;
+    }
+    INFO(name << ": " << differ << " records differ from the task run cold");
     CHECK(differ == 0);
   }
 }

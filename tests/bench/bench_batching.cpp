@@ -85,8 +85,8 @@ std::string prompt_text(size_t i) {
       "import json\n\ndef load_config(path):\n    with open(path) as f:\n",
       "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, x):\n",
       "#include <vector>\n\nint sum(const std::vector<int>& v) {\n",
-      "def parse_csv_line(line, sep=','):\n    fields = []\n    current = ''\n    for ch in "
-      "line:\n",
+      ("def parse_csv_line(line, sep=','):\n    fields = []\n    current = ''\n    for ch in "
+       "line:\n"),
       "fn main() {\n    let args: Vec<String> = std::env::args().collect();\n",
       "def binary_search(xs, target):\n    lo, hi = 0, len(xs) - 1\n    while lo <= hi:\n",
       "function debounce(fn, ms) {\n  let timer = null;\n  return function (...args) {\n",

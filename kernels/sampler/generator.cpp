@@ -201,7 +201,16 @@ class Loop {
   std::span<const TokenId> propose() {
     if (!drafter_) return {};
     const auto n = static_cast<int64_t>(g_.tokens.size());
-    int64_t budget = std::min<int64_t>(opt_.speculation.max_draft, opt_.max_new_tokens - n - 1);
+    const SpeculationOptions& spec = opt_.speculation;
+    int64_t wanted = spec.max_draft;
+    if (spec.draft_limit) {
+      wanted = std::clamp<int64_t>(spec.draft_limit(spec.max_draft), 0, spec.max_draft);
+      if (wanted == 0) {
+        ++g_.undrafted_steps;
+        return {};
+      }
+    }
+    int64_t budget = std::min<int64_t>(wanted, opt_.max_new_tokens - n - 1);
     if (opt_.context_limit > 0) {
       budget =
           std::min<int64_t>(budget, opt_.context_limit - static_cast<int64_t>(history_.size()) - 1);

@@ -72,6 +72,12 @@ struct SpeculationOptions {
   Drafter* custom = nullptr;
   // The draft model of DrafterKind::Model and Self (built once, shared by every generation).
   std::shared_ptr<const DraftModel> draft = nullptr;
+  // Consulted before each draft with max_draft: the tokens to draft now at most (0: decode this
+  // step plainly). Under continuous batching a verification pass's rows cost as much as other
+  // sequences' decode rows, so generate.llm passes Scheduler::suggested_max_draft here: drafts
+  // shrink as the batch grows and stop at its draft_off_rows. Called on the generating thread;
+  // null: max_draft always. The output does not depend on it (speculation never changes it).
+  std::function<int32_t(int32_t max_draft)> draft_limit = nullptr;
   bool enabled() const { return custom != nullptr || drafter != DrafterKind::None; }
 };
 
@@ -111,6 +117,8 @@ struct Generation {
   int32_t accepted = 0;
   int32_t verify_steps = 0;
   int32_t decode_steps = 0;
+  // Steps decoded without a draft because SpeculationOptions::draft_limit returned 0.
+  int32_t undrafted_steps = 0;
   // Non-empty when the drafter failed and the loop went on with plain decoding: its error.
   std::string speculation_fallback;
 };

@@ -62,10 +62,16 @@ struct SchedulerCore {
   // for requests that queued behind a running step, so that the sequences that step just
   // served have the window to submit their next row and join.
   Clock::time_point free_since = Clock::now();
+  // The sequences whose evaluation the previous step finished: the gather waits (within the
+  // window) until each has queued its next row or is gone. Without it two streams fall into
+  // lockstep apart: A's step runs while B queues, then B's alone while A samples, and so on,
+  // since the arrival-rate target of one submission per step is 1 row.
+  std::vector<const ScheduledSequence*> served;
   SchedulerStats stats;
   std::thread thread;
 
   int32_t target_locked() const;
+  bool served_back_locked() const;
   std::vector<std::shared_ptr<Request>> pick_locked(Clock::time_point now);
   void run_step(std::vector<std::shared_ptr<Request>>& picked);
   void loop();
@@ -84,6 +90,16 @@ int32_t SchedulerCore::target_locked() const {
   const double rate = static_cast<double>(arrivals.size() - 1) / span;
   const double rows = std::floor(rate * (step_ms + opt.window_ms));
   return static_cast<int32_t>(std::clamp(rows, 1.0, static_cast<double>(opt.max_rows)));
+}
+
+// Whether every sequence the previous step finished has queued its next row (or is gone).
+bool SchedulerCore::served_back_locked() const {
+  for (const ScheduledSequence* o : served) {
+    const bool queued =
+        std::any_of(queue.begin(), queue.end(), [&](const auto& r) { return r->owner == o; });
+    if (!queued) return false;
+  }
+  return true;
 }
 
 // The next step's rows: aged before new, decode/verify before prefill, arrival order within.
@@ -154,6 +170,7 @@ void SchedulerCore::run_step(std::vector<std::shared_ptr<Request>>& picked) {
   }
 
   const std::lock_guard<std::mutex> lock(mu);
+  served.clear();
   for (size_t i = 0; i < picked.size(); ++i) {
     Request& r = *picked[i];
     r.in_step = false;
@@ -167,6 +184,7 @@ void SchedulerCore::run_step(std::vector<std::shared_ptr<Request>>& picked) {
       r.promise.set_exception(errors[i]);
     } else {
       r.promise.set_value(rows[i].result);
+      served.push_back(r.owner);
     }
     queue.remove(picked[i]);
   }
@@ -193,7 +211,8 @@ void SchedulerCore::loop() {
       const int32_t target = target_locked();
       stats.batch_target = target;
       work_cv.wait_until(lk, deadline, [&] {
-        return stop || paused || static_cast<int32_t>(queue.size()) >= target;
+        const auto n = static_cast<int32_t>(queue.size());
+        return stop || paused || n >= opt.max_rows || (n >= target && served_back_locked());
       });
       if (stop) break;
       if (paused || queue.empty()) continue;
@@ -281,6 +300,11 @@ std::future<std::span<const float>> SchedulerCore::submit(const ScheduledSequenc
 
 void SchedulerCore::cancel(const ScheduledSequence* owner) {
   std::unique_lock<std::mutex> lk(mu);
+  // A sequence going away will not queue again: the gather stops waiting for it.
+  if (const auto it = std::find(served.begin(), served.end(), owner); it != served.end()) {
+    served.erase(it);
+    work_cv.notify_all();
+  }
   for (;;) {
     auto it =
         std::find_if(queue.begin(), queue.end(), [&](const auto& r) { return r->owner == owner; });

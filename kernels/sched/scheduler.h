@@ -13,7 +13,8 @@
 //
 // One step: the thread waits for submissions up to `window_ms` after the oldest one, or after
 // the previous step's end for requests that queued behind it (or until as many rows are queued
-// as the batch target), then takes rows in this order: requests that
+// as the batch target and every sequence the previous step served has queued its next row or
+// is gone, or max_rows are queued), then takes rows in this order: requests that
 // waited longer than the window first, then new ones; within each, decode and verify rows
 // before prefills; up to max_rows rows and max_batch_tokens tokens. A prefill longer than
 // prefill_chunk is evaluated one chunk per step (cut on KV block boundaries), so decodes keep

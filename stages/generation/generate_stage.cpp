@@ -130,6 +130,11 @@ void GenerateStage::generate(graph::Item& item) {
 
   kernels::GenerateOptions opt = task.decode;
   opt.context_limit = ctx_len;
+  // Under continuous batching a verify pass's rows compete with other items' decode rows: the
+  // scheduler says how long a draft pays now (none once steps hold several sequences).
+  if (kernels::Scheduler* sched = model_->scheduler(); sched && opt.speculation.enabled()) {
+    opt.speculation.draft_limit = [sched](int32_t max) { return sched->suggested_max_draft(max); };
+  }
   // Someone waiting on the task (graph/observer.h) sees candidate 0's text as it comes and can
   // stop every candidate within one step.
   graph::Observer* const observer = item.task().observer.get();
@@ -278,8 +283,12 @@ std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ct
   } catch (const kernels::SamplerError& e) {
     throw std::invalid_argument(e.what());
   }
-  return std::make_unique<GenerateStage>(std::move(model), std::move(hooks), std::move(s),
-                                         static_cast<int>(p.integer("workers")), ctx.port("ok"));
+  // workers 0: one item at a time, or with the model's batching on as many items as one batched
+  // step takes rows (each item's thread waits on its rows while the scheduler steps).
+  int workers = static_cast<int>(p.integer("workers"));
+  if (workers == 0) workers = model->scheduler() ? model->scheduler()->options().max_rows : 1;
+  return std::make_unique<GenerateStage>(std::move(model), std::move(hooks), std::move(s), workers,
+                                         ctx.port("ok"));
 }
 
 graph::Contract generate_contract() {
@@ -330,7 +339,10 @@ graph::Contract generate_contract() {
                  "bytes kept of each feedback message in a retry prompt (the tail)"),
       P::integer("max_hook_retries", 64, 0, 1 << 20,
                  "hook rejections + rollbacks allowed per candidate"),
-      P::integer("workers", 1, 1, 64, "items decoded at once, each on its own thread"),
+      P::integer("workers", 0, 0, 64,
+                 "items decoded at once, each on its own thread; 0: one, or as many as a batched "
+                 "step takes rows (16) when the model's batching is on, so that concurrent items "
+                 "(e.g. `vsynth serve` requests) share forward passes"),
       P::boolean("record_prompt", false, "write the prompt text into the results record"),
       P::boolean("warmup", false,
                  "prefill the prompt and generate nothing (no candidates; the record says "
@@ -345,7 +357,9 @@ graph::Contract generate_contract() {
                 "lookup; no match: no draft); model greedily decodes with "
                 "speculative.draft_model; self with the model's own first "
                 "speculative.self_layers layers over its speculative.self_vocab most frequent "
-                "tokens. none: plain decoding. Which wins where is measured in "
+                "tokens. none: plain decoding. With the model's batching on, drafts shrink as the "
+                "scheduler's steps fill (half from 2 rows per step, none from 4: a verify pass's "
+                "rows then cost as much as other items' tokens). Which wins where is measured in "
                 "docs/performance.md (Speculative decoding). The record's `speculation` counts "
                 "drafted, accepted and verify_steps, and says `fallback` when the drafter failed "
                 "and the candidate went on with plain decoding"),

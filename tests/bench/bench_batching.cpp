@@ -1,6 +1,13 @@
 // Continuous batching on the default model (docs/performance.md, "Continuous batching"), two
 // measurements in one run:
 //
+// 0. Step cost (--step-rounds N > 0): for each S in --streams, S sequences prefilled with their
+//    prompts, then N rounds of one forward_batch of S decode rows per S, the sizes interleaved
+//    within each round so that load on the machine falls on all of them alike: the median step
+//    time, its ratio to a one-row step, and the aggregate gain S x step(1) / step(S) that
+//    batching can reach at most. --steps-only stops after it (e.g. under
+//    valgrind --tool=callgrind --toggle-collect='*forward_batch*', whose instruction counts do
+//    not depend on the load).
 // 1. Streams: S = 1, 2, 4, 8 threads each generating --new tokens (greedy, EOG ignored) from
 //    its own code prompt through one Scheduler, against the same S requests served one at a
 //    time on the plain engine: aggregate tokens/s and its ratio, per-stream inter-token p50
@@ -17,11 +24,13 @@
 //
 //   ninja -C build bench_batching
 //   ./build/tests/bench/bench_batching [--model GGUF] [--threads 2] [--new 32]
-//       [--streams 1,2,4,8] [--window 5] [--requests 32] [--rate R] [--seed 1] [out.json]
+//       [--streams 1,2,4,8] [--window 5] [--requests 32] [--rate R] [--seed 1]
+//       [--step-rounds N] [--steps-only] [out.json]
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -76,8 +85,8 @@ std::string prompt_text(size_t i) {
       "import json\n\ndef load_config(path):\n    with open(path) as f:\n",
       "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, x):\n",
       "#include <vector>\n\nint sum(const std::vector<int>& v) {\n",
-      "def parse_csv_line(line, sep=','):\n    fields = []\n    current = ''\n    for ch in "
-      "line:\n",
+      ("def parse_csv_line(line, sep=','):\n    fields = []\n    current = ''\n    for ch in "
+       "line:\n"),
       "fn main() {\n    let args: Vec<String> = std::env::args().collect();\n",
       "def binary_search(xs, target):\n    lo, hi = 0, len(xs) - 1\n    while lo <= hi:\n",
       "function debounce(fn, ms) {\n  let timer = null;\n  return function (...args) {\n",
@@ -188,11 +197,56 @@ void static_group(Model& m, const std::vector<std::vector<TokenId>>& prompts,
   }
 }
 
+// The process's CPU time (ms, every thread): what a step costs a loaded machine, where wall
+// time also counts the time other processes held the cores.
+double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+struct StepCost {
+  double wall_ms = 0, cpu_ms = 0;  // medians
+};
+
+// Part 0: the median wall and CPU time of one forward_batch of S decode rows, for each S in
+// `sizes`.
+std::vector<StepCost> step_costs(Model& m, const Tokenizer& tok, const std::vector<int>& sizes,
+                                 int rounds) {
+  const int most = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<TokenId> next;
+  for (int i = 0; i < most; ++i) {
+    seqs.push_back(m.new_sequence());
+    next.push_back(argmax(seqs.back()->prefill(tok.encode(prompt_text(static_cast<size_t>(i))))));
+  }
+  std::vector<std::vector<double>> times(sizes.size()), cpu(sizes.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      std::vector<BatchRow> rows(static_cast<size_t>(sizes[k]));
+      for (size_t i = 0; i < rows.size(); ++i) {
+        rows[i].sequence = seqs[i].get();
+        rows[i].tokens = {&next[i], 1};
+      }
+      const double c0 = cpu_ms();
+      const Clock::time_point t0 = Clock::now();
+      m.forward_batch(rows);
+      times[k].push_back(ms(t0, Clock::now()));
+      cpu[k].push_back(cpu_ms() - c0);
+      for (size_t i = 0; i < rows.size(); ++i) next[i] = argmax(rows[i].result);
+    }
+  }
+  std::vector<StepCost> med;
+  for (size_t k = 0; k < sizes.size(); ++k) med.push_back({pct(times[k], 0.5), pct(cpu[k], 0.5)});
+  return med;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fs::path model_path = fs::path(VSYNTH_SOURCE_DIR) / "models/gemma-3-270m-q4_k_m.gguf";
-  int threads = 2, new_tokens = 32, requests = 32, seed = 1;
+  int threads = 2, new_tokens = 32, requests = 32, seed = 1, step_rounds = 0;
+  bool steps_only = false;
   double window = 5.0, rate = 0.0;
   std::vector<int> streams = {1, 2, 4, 8};
   std::string out_path = "bench_batching.json";
@@ -219,6 +273,10 @@ int main(int argc, char** argv) {
         rate = to_int(a, next());
       else if (a == "--seed")
         seed = to_int(a, next());
+      else if (a == "--step-rounds")
+        step_rounds = to_int(a, next());
+      else if (a == "--steps-only")
+        steps_only = true;
       else if (a.starts_with("-"))
         throw std::invalid_argument("unknown option " + a);
       else
@@ -247,6 +305,36 @@ int main(int argc, char** argv) {
   out["backend"] = model->backend();
   out["window_ms"] = window;
   out["new_tokens"] = new_tokens;
+
+  // Part 0: what one batched step costs against a one-row step.
+  if (step_rounds > 0) {
+    std::vector<int> sizes = streams;
+    if (std::find(sizes.begin(), sizes.end(), 1) == sizes.end()) sizes.insert(sizes.begin(), 1);
+    const std::vector<StepCost> med = step_costs(*model, tok, sizes, step_rounds);
+    const StepCost one =
+        med[static_cast<size_t>(std::find(sizes.begin(), sizes.end(), 1) - sizes.begin())];
+    std::printf(
+        "\nstep cost, median of %d rounds (sizes interleaved; cpu: the process's CPU time, all "
+        "threads)\n%5s %10s %9s %10s %10s %9s %10s\n",
+        step_rounds, "rows", "step_ms", "vs_1row", "max_gain", "cpu_ms", "cpu_vs_1", "cpu_gain");
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const StepCost& c = med[k];
+      std::printf("%5d %10.2f %9.2f %10.2f %10.2f %9.2f %10.2f\n", sizes[k], c.wall_ms,
+                  c.wall_ms / one.wall_ms, sizes[k] * one.wall_ms / c.wall_ms, c.cpu_ms,
+                  c.cpu_ms / one.cpu_ms, sizes[k] * one.cpu_ms / c.cpu_ms);
+      out["step_cost"].push_back({{"rows", sizes[k]},
+                                  {"step_ms", c.wall_ms},
+                                  {"vs_one_row", c.wall_ms / one.wall_ms},
+                                  {"max_gain", sizes[k] * one.wall_ms / c.wall_ms},
+                                  {"cpu_ms", c.cpu_ms},
+                                  {"cpu_vs_one_row", c.cpu_ms / one.cpu_ms},
+                                  {"cpu_max_gain", sizes[k] * one.cpu_ms / c.cpu_ms}});
+    }
+  }
+  if (steps_only) {
+    std::printf("(--steps-only)\n");
+    return 0;
+  }
 
   // Part 1: concurrent streams vs the same requests one at a time.
   std::printf("\n%7s %12s %12s %7s %10s %10s %8s %9s %9s %9s %5s\n", "streams", "serial_tok/s",

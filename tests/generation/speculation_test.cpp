@@ -366,6 +366,68 @@ TEST_CASE("wrong drafts cost no output change, and a failing drafter falls back 
   CHECK_THROWS_WITH(run(f, repeat, prompt, o), Catch::Contains("max_draft = 0 is invalid"));
 }
 
+TEST_CASE("a draft limit shrinks drafts and turns speculation off, the output unchanged",
+          "[speculation]") {
+  Fixture f;
+  const std::vector<TokenId> cycle{f.id("a"), f.id("b"), f.id("c"), f.id("d")};
+  auto repeat = [&](int32_t n, TokenId) { return cycle[n % 4]; };
+  const std::vector<TokenId> prompt{cycle[1], cycle[2]};
+  const Run plain = run(f, repeat, prompt, greedy(30));
+
+  // A drafter that always knows the continuation and drafts as much as it is let.
+  ScriptDrafter oracle;
+  std::vector<int32_t> asked;  // the max_tokens of each proposal
+  oracle.guess = [&](std::span<const TokenId> ctx, int32_t max) {
+    asked.push_back(max);
+    std::vector<TokenId> d;
+    for (int32_t i = 0; i < max; ++i)
+      d.push_back(cycle[(ctx.size() + static_cast<std::size_t>(i)) % 4]);
+    return d;
+  };
+  // The limit as a loaded scheduler would move it: full, halved, off, full again.
+  std::vector<int32_t> limits;  // what each call returned
+  int call = 0;
+  GenerateOptions o = greedy(30);
+  o.speculation = {.max_draft = 4, .custom = &oracle};
+  o.speculation.draft_limit = [&](int32_t requested) {
+    CHECK(requested == 4);
+    const int k = call++;
+    const int32_t l = k < 2 ? requested : k < 4 ? requested / 2 : k < 9 ? 0 : requested;
+    limits.push_back(l);
+    return l;
+  };
+  const Run spec = run(f, repeat, prompt, o);
+  check_same(plain, spec);
+  CHECK(spec.g.accepted == spec.g.drafted);  // the oracle is always right
+  const auto offs = std::count(limits.begin(), limits.end(), 0);
+  CHECK(offs == 5);
+  CHECK(spec.g.undrafted_steps == offs);
+  // Every proposal was asked for at most what the limit allowed at that call.
+  std::vector<int32_t> allowed;
+  for (int32_t l : limits) {
+    if (l > 0) allowed.push_back(l);
+  }
+  REQUIRE(asked.size() == allowed.size());
+  for (std::size_t i = 0; i < asked.size(); ++i) CHECK(asked[i] <= allowed[i]);
+  CHECK(asked[2] == 2);
+  CHECK(spec.g.verify_steps == static_cast<int32_t>(asked.size()));
+  // The calls that turned drafting off were plain decodes.
+  CHECK(spec.g.decode_steps >= offs);
+  CHECK(spec.forward_passes == spec.g.verify_steps + spec.g.decode_steps);
+
+  // A limit above max_draft or below 0 is clamped into [0, max_draft].
+  asked.clear();
+  o.speculation.draft_limit = [](int32_t) { return 99; };
+  const Run over = run(f, repeat, prompt, o);
+  check_same(plain, over);
+  CHECK(*std::max_element(asked.begin(), asked.end()) == 4);
+  o.speculation.draft_limit = [](int32_t) { return -3; };
+  const Run under = run(f, repeat, prompt, o);
+  check_same(plain, under);
+  CHECK(under.g.verify_steps == 0);
+  CHECK(under.g.undrafted_steps == 29);
+}
+
 TEST_CASE("drafter kinds parse from their names", "[speculation][drafter]") {
   CHECK(parse_drafter_kind("ngram") == DrafterKind::Ngram);
   CHECK(parse_drafter_kind("none") == DrafterKind::None);

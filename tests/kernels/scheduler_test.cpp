@@ -164,6 +164,43 @@ TEST_CASE("scheduler: a sequence destroyed while queued is removed", "[scheduler
   CHECK(st.tokens == 12);
 }
 
+TEST_CASE("scheduler: a step waits for the sequences the last one served", "[scheduler]") {
+  // Two streams must not fall into lockstep apart (A's step while B queues, B's alone while A
+  // samples): after a step, the gather waits within the window for A's next row. The window
+  // is long (1 s) so that the test does not depend on how fast this thread is. (The steady
+  // lockstep itself needs streams that sample between steps: tests/serve "concurrent requests
+  // to a batching model share its steps" catches it.)
+  auto m = tiny("llama");
+  const int vocab = m->config().vocab_size;
+  SchedulerOptions o;
+  o.window_ms = 1000;
+  Scheduler s(m, o);
+  auto a = s.new_sequence(), b = s.new_sequence(), c = s.new_sequence();
+  auto* sa = dynamic_cast<ScheduledSequence*>(a.get());
+  auto* sb = dynamic_cast<ScheduledSequence*>(b.get());
+  REQUIRE(sa);
+  REQUIRE(sb);
+  a->prefill(toks(7, vocab, 1));  // step 1: A alone
+  // B queues while A has not come back: B must wait for A's next row and share its step.
+  auto fb = sb->submit(toks(6, vocab, 2), RowLogits::Last, true);
+  auto fa = sa->submit(std::vector<int32_t>{9}, RowLogits::Last, false);
+  fb.get();
+  fa.get();
+  SchedulerStats st = s.stats();
+  CHECK(st.steps == 2);
+  CHECK(st.rows == 3);
+  // Sequences that go away are not waited for (they leave the served set): C's row runs alone
+  // in the next step.
+  auto* sc = dynamic_cast<ScheduledSequence*>(c.get());
+  REQUIRE(sc);
+  a.reset();
+  b.reset();
+  sc->submit(toks(5, vocab, 3), RowLogits::Last, true).get();
+  st = s.stats();
+  CHECK(st.steps == 3);
+  CHECK(st.rows == 4);
+}
+
 TEST_CASE("scheduler: shutdown fails queued work, later calls run directly", "[scheduler]") {
   auto m = tiny("gemma3");
   const int vocab = m->config().vocab_size;

@@ -58,13 +58,16 @@ inline std::string tiny_model() {
   return path;
 }
 
-// A generate-only pipeline over `model` (a path), written to a file named after `name`.
+// A generate-only pipeline over `model` (a path), written to a file named after `name`;
+// `model_with`: more model.gguf parameters (e.g. "batching: { enabled: true }").
 inline std::string pipeline_file(const std::string& name, const std::string& model,
-                                 const std::string& stages = "", int max_new_tokens = 16) {
+                                 const std::string& stages = "", int max_new_tokens = 16,
+                                 const std::string& model_with = "") {
   const fs::path p = test_dir() / (name + ".yaml");
   std::ofstream out(p);
   out << "resources:\n  m: { use: model.gguf, with: { path: \"" << model
-      << "\", threads: 1, context_length: 1024 } }\nstages:\n"
+      << "\", threads: 1, context_length: 1024" << (model_with.empty() ? "" : ", " + model_with)
+      << " } }\nstages:\n"
       << stages
       << "  gen: { use: generate.llm, with: { model: m, max_new_tokens: " << max_new_tokens
       << ", temperature: 0.0, mode: complete } }\nedges: [ "

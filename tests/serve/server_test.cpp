@@ -448,3 +448,55 @@ TEST_CASE("a client that disconnects mid-stream cancels its generation", "[serve
   CHECK(metrics->body.find("vsynth_serve_finished_total{finish=\"cancelled\"} 1") !=
         std::string::npos);
 }
+
+namespace {
+
+// A gauge of /metrics' vsynth_serve_resource family (-1 when absent).
+double resource_gauge(TestServer& s, const std::string& counter) {
+  const auto m = s.client().Get("/metrics");
+  if (!m) return -1;
+  const std::string key = "counter=\"" + counter + "\"} ";
+  const std::size_t at = m->body.find(key);
+  if (at == std::string::npos) return -1;
+  return std::stod(m->body.substr(at + key.size()));
+}
+
+}  // namespace
+
+TEST_CASE("concurrent requests to a batching model share its steps, each text its own",
+          "[serve][model]") {
+  if (!test::have_default_model()) return;
+  // generate.yaml's shape with the model's batching on: generate.llm's workers then default to
+  // a batch's rows, so the default tenant's two concurrent requests decode side by side.
+  TestServer s({{"gen", pipeline_file("batched", test::default_model().string(), "", 24,
+                                      "batching: { enabled: true }")}});
+  const std::vector<json> reqs{completion("def fibonacci(n):\n", 24, 0.0, 0),
+                               completion("class Stack:\n    def push(self, x):\n", 24, 0.0, 0)};
+  const auto text = [&](const json& req) {
+    const auto r = post(s, "/v1/completions", req.dump());
+    return r && r->status == 200 ? json::parse(r->body)["choices"][0]["text"].get<std::string>()
+                                 : std::string("<failed>");
+  };
+  // Alone, one after the other: every step holds one row.
+  std::vector<std::string> alone;
+  for (const json& r : reqs) alone.push_back(text(r));
+  CHECK(alone[0] != "<failed>");
+  CHECK(alone[1] != "<failed>");
+  const double steps_alone = resource_gauge(s, "batch_steps");
+  CHECK(steps_alone > 0);
+  CHECK(resource_gauge(s, "batch_rows_per_step") == 1.0);
+
+  // Together: the same texts, in fewer steps than alone (most steps hold both rows).
+  std::vector<std::string> together(reqs.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    threads.emplace_back([&, i] { together[i] = text(reqs[i]); });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(together == alone);
+  const double steps = resource_gauge(s, "batch_steps");
+  INFO("steps alone " << steps_alone << ", in all " << steps << ", rows per step "
+                      << resource_gauge(s, "batch_rows_per_step"));
+  CHECK(resource_gauge(s, "batch_rows_per_step") > 1.0);
+  CHECK(steps - steps_alone < 0.75 * steps_alone);
+}

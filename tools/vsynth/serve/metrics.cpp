@@ -139,4 +139,21 @@ std::string ServeMetrics::render(const LoadGauges& load) const {
   return o;
 }
 
+std::string render_resources(const std::vector<PipelineResources>& pipelines) {
+  std::string o =
+      "# HELP vsynth_serve_resource What the pipelines' resources report (vsynth run's summary: "
+      "batch_steps, batch_rows_per_step, kv_pool_hit_rate, ...).\n"
+      "# TYPE vsynth_serve_resource gauge\n";
+  for (const PipelineResources& p : pipelines) {
+    for (const graph::ResourceSnapshot& r : p.resources) {
+      for (const graph::ResourceCounter& c : r.counters) {
+        o += fmt::format(
+            "vsynth_serve_resource{{pipeline=\"{}\",resource=\"{}\",counter=\"{}\"}} {}\n",
+            prom_escape(p.pipeline), prom_escape(r.name), prom_escape(c.name), c.value);
+      }
+    }
+  }
+  return o;
+}
+
 }  // namespace vsynth::serve

@@ -15,8 +15,9 @@
 //   kv_pool_cached_tokens_total,          counters: prompt tokens served from the KV pool, and
 //   kv_pool_prompt_tokens_total           all prompt tokens that went through it (hit rate: ratio)
 //   draft_tokens_total, accepted_draft_tokens_total   counters: speculative decoding
-// Batch size is not exported: the engine decodes each sequence alone until continuous batching
-// lands (issue 12 item 1).
+//   resource{pipeline, resource, counter} gauges: what the pipelines' resources report, e.g. a
+//                                         model with batching on: batch_steps, batch_rows_per_step
+//                                         (the batch size), batch_tokens (render_resources)
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "graph/resource.h"
 
 namespace vsynth::serve {
 
@@ -73,5 +76,13 @@ class ServeMetrics {
 
 // Label values escaped for the exposition format (\\, \", \n).
 std::string prom_escape(std::string_view s);
+
+// One pipeline's resource counters.
+struct PipelineResources {
+  std::string pipeline;
+  std::vector<graph::ResourceSnapshot> resources;
+};
+// The vsynth_serve_resource gauge family (HELP and TYPE once, then a sample per counter).
+std::string render_resources(const std::vector<PipelineResources>& pipelines);
 
 }  // namespace vsynth::serve

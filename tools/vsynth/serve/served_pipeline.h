@@ -85,6 +85,11 @@ class ServedPipeline {
   const std::string& device() const { return device_; }
   // Non-empty when the run ended on its own (a fatal error): why.
   std::string fatal() const;
+  // The counters its resources report (as `vsynth run`'s summary: a model's batch_steps,
+  // batch_rows_per_step, kv_pool_hit_rate, ...), now.
+  std::vector<graph::ResourceSnapshot> resource_counters() const {
+    return pipeline_->resource_counters();
+  }
 
  private:
   class RequestSource;

@@ -541,8 +541,11 @@ void Server::routes() {
   });
   http_->Get("/metrics", [this](const Request& req, Response& res) {
     const Admission::Load l = admission_.load();
-    res.set_content(metrics_.render({l.running, l.waiting, l.waiting_by_tenant}),
-                    "text/plain; version=0.0.4");
+    std::vector<PipelineResources> resources;
+    for (const auto& p : pipelines_) resources.push_back({p->name(), p->resource_counters()});
+    res.set_content(
+        metrics_.render({l.running, l.waiting, l.waiting_by_tenant}) + render_resources(resources),
+        "text/plain; version=0.0.4");
     log({req.method, req.path, "", "", "", "", 200});
   });
 

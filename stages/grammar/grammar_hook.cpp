@@ -139,14 +139,25 @@ void GrammarMask::before_sample(const kernels::DecodeView& view, kernels::TokenM
   if (!program_.can_end(states_.back())) {
     dead_.insert(dead_.end(), table_->eog().begin(), table_->eog().end());
   }
-  if (dead_.size() <= table_->vocab_size() / 2) {
+  // The shorter list: the banned tokens, or (when most of the vocabulary is out) the allowed
+  // ones; an earlier hook's allowed list is narrowed, never replaced.
+  if (!mask.allowed && dead_.size() <= table_->vocab_size() / 2) {
     mask.banned.insert(mask.banned.end(), dead_.begin(), dead_.end());
-  } else {  // most of the vocabulary is out: the shorter list is the allowed one
-    std::vector<uint8_t> out(table_->vocab_size(), 0);
-    for (kernels::TokenId t : dead_) out[static_cast<std::size_t>(t)] = 1;
+  } else {
+    out_.assign(table_->vocab_size(), 0);
+    for (kernels::TokenId t : dead_) out_[static_cast<std::size_t>(t)] = 1;
     std::vector<kernels::TokenId> allowed;
-    for (std::size_t t = 0; t < out.size(); ++t) {
-      if (!out[t]) allowed.push_back(static_cast<kernels::TokenId>(t));
+    if (mask.allowed) {
+      for (kernels::TokenId t : *mask.allowed) {
+        if (t >= 0 && static_cast<std::size_t>(t) < out_.size() &&
+            !out_[static_cast<std::size_t>(t)]) {
+          allowed.push_back(t);
+        }
+      }
+    } else {
+      for (std::size_t t = 0; t < out_.size(); ++t) {
+        if (!out_[t]) allowed.push_back(static_cast<kernels::TokenId>(t));
+      }
     }
     mask.allow_only(std::move(allowed));
   }

@@ -116,6 +116,7 @@ class GrammarMask : public kernels::MaskHook {
   double position_us_ = 0;          // time spent at the current position so far
   std::vector<ProgramState> scratch_;
   std::vector<kernels::TokenId> dead_;
+  std::vector<uint8_t> out_;  // [vocab] 1 = banned, for turning dead_ into an allowed list
 };
 
 class GrammarHook : public facets::DecodingHook {

@@ -36,6 +36,8 @@ constexpr uint8_t kTriple = 1, kF = 2, kRaw = 4;
 constexpr uint8_t kExpectIndent = 1, kLenientIndent = 2, kPermissive = 4;
 // line
 constexpr uint8_t kFirstSeen = 1, kImport = 2, kSoftPrev = 4;
+constexpr uint8_t kCompound = 8;  // the line starts with a compound statement's keyword
+constexpr uint8_t kColon = 16;    // a `:` outside brackets seen on the line
 // prev
 enum Prev : uint8_t { kNone, kOperand, kString, kOp, kKeyword };
 // expect
@@ -174,6 +176,7 @@ bool on_token(PyState& s, Tk tk, char d) {
     if (s.depth < 0xFFFF) ++s.depth;
   }
   // A soft keyword starts a statement: first on the line, or after `;` or a header's `:`.
+  if (tk == Tk::Op && d == ':' && s.depth == 0) s.line |= kColon;
   const bool soft_first =
       tk == Tk::SoftName &&
       (!(s.line & kFirstSeen) || (s.prev == kOp && (s.last == ';' || s.last == ':')));
@@ -216,6 +219,14 @@ bool finish_word(PyState& s) {
       const Keyword& k = kKeywords[i];
       if (k.word != w) continue;
       if (k.kind != Tk::Keyword) return on_token(s, k.kind, 0);
+      // A line starting with one of these is a block header: it needs its `:` (the body may
+      // follow on the same line).
+      if (!(s.line & kFirstSeen) &&
+          (w == "def" || w == "class" || w == "if" || w == "elif" || w == "else" || w == "while" ||
+           w == "for" || w == "try" || w == "except" || w == "finally" || w == "with" ||
+           w == "async")) {
+        s.line |= kCompound;
+      }
       uint8_t id = static_cast<uint8_t>(i) | (k.can_end ? 0x40 : 0);
       if (w == "def") id = kKwDef;
       if (w == "class") id = kKwClass;
@@ -234,6 +245,7 @@ bool keyword_can_end(uint8_t id) {
 bool end_line(PyState& s) {
   if (s.line & kFirstSeen) {
     if (s.expect != kNothing) return false;
+    if ((s.line & kCompound) && !(s.line & kColon)) return false;  // a header without its `:`
     if (s.prev == kOp) {
       if (s.last == ':') {
         s.flags |= kExpectIndent;

@@ -31,6 +31,8 @@ TEST_CASE("python: known-bad continuations die where they go wrong", "[grammar]"
   CHECK(dies_at(Py, "return x +)") == 10);              // closing after an operator
   CHECK(dies_at(Py, "x = 1 \\ y") == 7);                // `\` not before a newline
   CHECK(dies_at(Py, "x = `a`") == 4);
+  CHECK(dies_at(Py, "def f(x)\n") == 8);  // a header without its `:`
+  CHECK(dies_at(Py, "while x\n    pass") == 7);
 }
 
 TEST_CASE("python: valid code that looks odd stays alive", "[grammar]") {
@@ -52,6 +54,7 @@ TEST_CASE("python: valid code that looks odd stays alive", "[grammar]") {
   CHECK(whole(Py, "if a:\n    if b:\n        pass\nelif c:\n    pass\nelse:\n\tpass\n"));
   CHECK(whole(Py, "x = [1, 2,]\ny = x[1:]\nz = x[::2, ...]\nprint(*x, **k)\n"));
   CHECK(whole(Py, "class A(B, metaclass=M): pass\nclass C[T]:\n    x: int = 0\n"));
+  CHECK(whole(Py, "if n := f():\n    pass\nfor i in x: print(i)\nwith a as (b, c): pass\n"));
   CHECK(whole(Py, ""));
   CHECK(whole(Py, "\n\n# only a comment\n"));
 }

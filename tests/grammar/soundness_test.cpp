@@ -46,8 +46,9 @@ std::string first_refusal(const g::Program& p, const g::VocabTable& table, const
 
 }  // namespace
 
+// ~10 s unloaded (a full-vocabulary walk per token of every piece of code, twice): [slow].
 TEST_CASE("no shipped code is ever masked, token by token through the real tokenizer",
-          "[grammar][soundness]") {
+          "[grammar][soundness][slow]") {
   const k::Tokenizer* tok = vsynth::gramtest::gemma_tokenizer();
   if (!vsynth::test::have_default_model()) return;
   REQUIRE(tok);

@@ -38,10 +38,12 @@ constexpr uint8_t kExpectIndent = 1, kLenientIndent = 2, kPermissive = 4;
 constexpr uint8_t kFirstSeen = 1, kImport = 2, kSoftPrev = 4;
 constexpr uint8_t kCompound = 8;  // the line starts with a compound statement's keyword
 constexpr uint8_t kColon = 16;    // a `:` outside brackets seen on the line
+constexpr uint8_t kLambda = 32;   // `lambda` seen on the line (its defaults hold a lone `=`)
 // prev
 enum Prev : uint8_t { kNone, kOperand, kString, kOp, kKeyword };
 // expect
-enum Expect : uint8_t { kNothing, kDefName, kDefOpen, kClassName, kClassTail };
+// kSecondEq: a `=` in a block header before its `:` must be the first half of `==`.
+enum Expect : uint8_t { kNothing, kDefName, kDefOpen, kClassName, kClassTail, kSecondEq };
 // Ctx::kind: where a replacement field returns when its `}` comes.
 enum CtxKind : uint8_t { kToLiteral, kToSpec };
 
@@ -154,6 +156,10 @@ bool on_token(PyState& s, Tk tk, char d) {
       if (!((tk == Tk::Open && (d == '(' || d == '[')) || (tk == Tk::Op && d == ':'))) return false;
       s.expect = kNothing;
       break;
+    case kSecondEq:
+      if (!(tk == Tk::Op && d == '=')) return false;  // `if x = 1:`
+      s.expect = kNothing;
+      return true;
     default:
       break;
   }
@@ -177,6 +183,12 @@ bool on_token(PyState& s, Tk tk, char d) {
   }
   // A soft keyword starts a statement: first on the line, or after `;` or a header's `:`.
   if (tk == Tk::Op && d == ':' && s.depth == 0) s.line |= kColon;
+  // A lone `=` (not after `=`, `!`, `<`, `>`, `:`) in a block header before its `:` is an
+  // assignment where a condition belongs: only `==` can follow.
+  if (tk == Tk::Op && d == '=' && s.depth == 0 && (s.line & kCompound) &&
+      !(s.line & (kColon | kLambda)) && !(s.prev == kOp && std::strchr("=!<>:", s.last))) {
+    s.expect = kSecondEq;
+  }
   const bool soft_first =
       tk == Tk::SoftName &&
       (!(s.line & kFirstSeen) || (s.prev == kOp && (s.last == ';' || s.last == ':')));
@@ -227,6 +239,7 @@ bool finish_word(PyState& s) {
            w == "async")) {
         s.line |= kCompound;
       }
+      if (w == "lambda") s.line |= kLambda;
       uint8_t id = static_cast<uint8_t>(i) | (k.can_end ? 0x40 : 0);
       if (w == "def") id = kKwDef;
       if (w == "class") id = kKwClass;

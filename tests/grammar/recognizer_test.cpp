@@ -33,6 +33,8 @@ TEST_CASE("python: known-bad continuations die where they go wrong", "[grammar]"
   CHECK(dies_at(Py, "x = `a`") == 4);
   CHECK(dies_at(Py, "def f(x)\n") == 8);  // a header without its `:`
   CHECK(dies_at(Py, "while x\n    pass") == 7);
+  CHECK(dies_at(Py, "elif month % 4 = 0:") == 17);  // an assignment where a condition belongs
+  CHECK(dies_at(Py, "if x += 1:") == 8);
 }
 
 TEST_CASE("python: valid code that looks odd stays alive", "[grammar]") {
@@ -55,6 +57,8 @@ TEST_CASE("python: valid code that looks odd stays alive", "[grammar]") {
   CHECK(whole(Py, "x = [1, 2,]\ny = x[1:]\nz = x[::2, ...]\nprint(*x, **k)\n"));
   CHECK(whole(Py, "class A(B, metaclass=M): pass\nclass C[T]:\n    x: int = 0\n"));
   CHECK(whole(Py, "if n := f():\n    pass\nfor i in x: print(i)\nwith a as (b, c): pass\n"));
+  CHECK(whole(Py, "if a == 1 and b != 2 and c <= 3 >= d:\n    x = 1\nif f(k=1): y = 2\n"));
+  CHECK(whole(Py, "while (lambda v=1: v)() == 1: pass\nif lambda q=1: q: pass\n"));
   CHECK(whole(Py, ""));
   CHECK(whole(Py, "\n\n# only a comment\n"));
 }

@@ -5,6 +5,7 @@
 #include "stages/context/register.h"
 #include "stages/core/register.h"
 #include "stages/generation/register.h"
+#include "stages/grammar/register.h"
 #include "stages/io/register.h"
 #include "stages/retrieval/register.h"
 #include "stages/validation/register.h"
@@ -17,6 +18,7 @@ void register_all(graph::Registry& registry) {
   context::register_stages(registry);
   core::register_stages(registry);
   generation::register_stages(registry);
+  grammar::register_stages(registry);
   io::register_stages(registry);
   retrieval::register_stages(registry);
   validation::register_stages(registry);

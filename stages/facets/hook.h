@@ -55,6 +55,7 @@ struct HookContext {
   // generated text + the suffix; in instruct mode the code in the answer (`extract_code`),
   // after `given_code` when the answer does not define `entry_point`.
   std::string_view prefix;       // complete: the text before the cursor
+  std::string_view suffix;       // complete: the text after it ("" when none)
   std::string_view given_code;   // instruct: the code the task gave to complete ("" when none)
   std::string_view entry_point;  // the function the tests call ("" when the task names none)
   // instruct: the code in an answer (a view into it), the way generate.llm extracts it.

@@ -165,6 +165,7 @@ void GenerateStage::generate(graph::Item& item) {
                            .candidate = c,
                            .attempt = item.attempt(),
                            .prefix = parts.prefix,
+                           .suffix = parts.suffix,
                            .given_code = parts.code,
                            .entry_point = parts.entry_point,
                            .extract_code = &extract_code};

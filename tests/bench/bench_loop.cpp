@@ -12,6 +12,9 @@
 //                explicitly (a candidate failing its visible tests is told that first); since
 //                pipelines/constrained.yaml adopted that order it measures the same as
 //                constrained, and stays so the figure in docs/performance.md can be rerun
+//   grammar-single / grammar  pipelines/grammar.yaml (synthesize.yaml + hook.grammar,
+//                syntax-constrained decoding) with max_attempts 1 / N: compare with single / loop
+//   grammar-constrained  pipelines/grammar-constrained.yaml: hooks [grammar, z3], as constrained
 //   oracle       pipelines/synthesize.yaml with max_attempts N and tests_visibility: oracle:
 //                the loop itself runs the hidden tests, so its pass rate is an oracle pass@N,
 //                an upper bound reported separately, never a result of the method
@@ -120,7 +123,10 @@ struct Row {
   std::vector<double> spec_test_ms;  // per tested candidate
   nlohmann::json per_task = nlohmann::json::object();  // id -> {status, claimed, hidden}
   double attempts_sum = 0;
-  std::vector<double> hook_p50, hook_p99;  // per candidate, µs per token
+  std::vector<double> hook_p50, hook_p99;        // per candidate, µs per token
+  std::vector<double> grammar_p50, grammar_p99;  // hook.grammar, per candidate, µs per token
+  int64_t grammar_tokens = 0, grammar_rejections = 0, grammar_full_masks = 0;
+  double grammar_full_mask_us = 0;
   double z3_us = 0, hook_wall_us = 0;
   int64_t rollbacks = 0;
   double wall_s = 0;
@@ -240,6 +246,18 @@ Row run_config(const Config& cfg, const std::vector<graph::Task>& tasks, const g
         row.z3_us += c.value("z3_us", 0.0);
         row.hook_wall_us += c.value("wall_us", 0.0);
         row.rollbacks += c.value("rollbacks", 0);
+      }
+    }
+    if (rec["facets"].contains("grammar_stats")) {
+      for (const auto& c :
+           rec["facets"]["grammar_stats"].value("candidates", nlohmann::json::array())) {
+        if (c.value("tokens", 0) == 0) continue;
+        row.grammar_p50.push_back(c.value("p50_token_us", 0.0));
+        row.grammar_p99.push_back(c.value("p99_token_us", 0.0));
+        row.grammar_tokens += c.value("tokens", 0);
+        row.grammar_rejections += c.value("rejections", 0) + c.value("eog_rejections", 0);
+        row.grammar_full_masks += c.value("full_masks", 0);
+        row.grammar_full_mask_us += c.value("full_mask_us", 0.0);
       }
     }
     // The answer: the best candidate over all attempts (validate.async's `best_candidate`:
@@ -375,12 +393,19 @@ int main(int argc, char** argv) {
                          {"syntax", "compile", "tests", "spec"}});
     } else if (name == "constrained-untested") {
       configs.push_back({name, "pipelines/constrained.yaml", attempts, false, false});
+    } else if (name == "grammar-single") {
+      configs.push_back({name, "pipelines/grammar.yaml", 1, false});
+    } else if (name == "grammar") {
+      configs.push_back({name, "pipelines/grammar.yaml", attempts, false});
+    } else if (name == "grammar-constrained") {
+      configs.push_back({name, "pipelines/grammar-constrained.yaml", attempts, false, true});
     } else if (name == "oracle") {
       configs.push_back({name, "pipelines/synthesize.yaml", attempts, true});
     } else {
       std::fprintf(stderr,
                    "bench_loop: unknown config `%s` (single, loop, constrained, "
-                   "constrained-untested, oracle)\n",
+                   "constrained-untested, grammar-single, grammar, grammar-constrained, "
+                   "oracle)\n",
                    name.c_str());
       return 2;
     }
@@ -430,6 +455,14 @@ int main(int argc, char** argv) {
           "", r.tested, r.refuted_by_testing, r.claimed_hidden_fail, percentile(r.spec_test_ms, 50),
           percentile(r.spec_test_ms, 95));
     }
+    if (!r.grammar_p50.empty()) {
+      lines.back() += fmt::format(
+          "\n{:<12} grammar hook: {} tokens, p50 {:.1f} us (median of candidates), p99 {:.1f} us "
+          "(p99 of candidates), {} rejections, {} full masks ({:.0f} us mean)",
+          "", r.grammar_tokens, percentile(r.grammar_p50, 50), percentile(r.grammar_p99, 99),
+          r.grammar_rejections, r.grammar_full_masks,
+          r.grammar_full_masks ? r.grammar_full_mask_us / r.grammar_full_masks : 0.0);
+    }
     nlohmann::json j;
     j["pipeline"] = c.pipeline;
     j["max_attempts"] = c.attempts;
@@ -456,6 +489,14 @@ int main(int argc, char** argv) {
       j["hook_p99_us_p99_of_candidates"] = p99;
       j["z3_share_of_hooked_decode"] = z3share;
       j["rollbacks"] = r.rollbacks;
+    }
+    if (!r.grammar_p50.empty()) {
+      j["grammar_tokens"] = r.grammar_tokens;
+      j["grammar_p50_us_median_of_candidates"] = percentile(r.grammar_p50, 50);
+      j["grammar_p99_us_p99_of_candidates"] = percentile(r.grammar_p99, 99);
+      j["grammar_rejections"] = r.grammar_rejections;
+      j["grammar_full_masks"] = r.grammar_full_masks;
+      j["grammar_full_mask_us"] = r.grammar_full_mask_us;
     }
     j["wall_s"] = r.wall_s;
     out["configs"][r.name] = j;

@@ -151,3 +151,21 @@ def test_begin_is_told_about_the_candidate(tmp_path, golden_path, hook_dir):
         for c, cand in enumerate(got[task["id"]]):
             assert cand["finish"] == "hook" and cand["tokens"] == 0
             assert cand["finish_detail"].startswith(f"{task['id']} python complete c{c} a1 ")
+
+
+def test_records_do_not_depend_on_items_in_flight(tmp_path, golden_path, hook_dir):
+    # The hook runs on generate.llm's workers, one GIL for all: one item at a time or all at
+    # once, every candidate's text and verdicts are the same.
+    (hook_dir / "bans.py").write_text(BAN_HOOK.format(banned="c"))
+    yaml = pipeline_yaml(tmp_path, golden_path, hook_dir, ("bans", "BanText"))
+    serial = tmp_path / "serial.yaml"
+    serial.write_text(yaml.read_text() + "max_in_flight: 1\n")
+    tasks = [{"id": f"t{i}", "language": "python", "prompt": f"def f{i}(x):\n    return"}
+             for i in range(8)]
+
+    def texts(path):
+        got = candidates(vsynth.Pipeline(str(path)).run(tasks))
+        return {k: [(c["text"], c["rejections"], c["finish"]) for c in v] for k, v in got.items()}
+
+    many = texts(yaml)
+    assert len(many) == 8 and many == texts(serial)

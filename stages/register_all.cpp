@@ -7,6 +7,7 @@
 #include "stages/generation/register.h"
 #include "stages/grammar/register.h"
 #include "stages/io/register.h"
+#include "stages/python/register.h"
 #include "stages/retrieval/register.h"
 #include "stages/validation/register.h"
 
@@ -20,6 +21,7 @@ void register_all(graph::Registry& registry) {
   generation::register_stages(registry);
   grammar::register_stages(registry);
   io::register_stages(registry);
+  python::register_stages(registry);  // hook.python, in builds with Python
   retrieval::register_stages(registry);
   validation::register_stages(registry);
 }

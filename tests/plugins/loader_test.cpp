@@ -2,6 +2,8 @@
 // loaded in process against libvsynth.so as the vsynth binary loads them: a working plugin's
 // kinds run like built-in ones; each way a load can fail is a diagnostic at the `plugins:`
 // entry's file:line:col that names the plugin, never a crash.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <deque>
 #include <filesystem>
@@ -23,7 +25,9 @@ namespace {
 
 fs::path test_dir() {
   static const fs::path d = [] {
-    fs::path p = fs::path(VSYNTH_BINARY_DIR) / "plugins_loader_test";
+    // One folder per process: ctest runs each test case as its own process, in parallel, and
+    // a shared folder would be removed under another case's feet.
+    fs::path p = fs::path(VSYNTH_BINARY_DIR) / "plugins_loader_test" / std::to_string(::getpid());
     fs::remove_all(p);
     fs::create_directories(p);
     return p;

@@ -15,6 +15,7 @@ apt_packages=(
   libtbb-dev libyaml-cpp-dev libz3-dev libtree-sitter-dev libhnswlib-dev catch2
   nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libcpp-httplib-dev
   bubblewrap curl libopenmpi-dev openmpi-bin
+  graphviz libjs-vega chromium python3-matplotlib
 )
 
 missing=()

@@ -176,7 +176,20 @@ const char* const kPageScript = R"JS(
     refilter();
   }
 
+  // A link to one task (report.html#task=ID) opens it: the table searched for it, its details
+  // shown.
+  function openLinkedTask() {
+    var m = /^#task=(.+)$/.exec(location.hash);
+    if (!m) return;
+    var id = decodeURIComponent(m[1]);
+    document.getElementById('tasks-search').value = id;
+    refilter();
+    var first = document.querySelector('#task-table tr.task');
+    if (first && first.firstChild.textContent === id) first.click();
+  }
+
   setupTable();
+  openLinkedTask();
   if (window.vega) drawCharts();
 })();
 )JS";

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -50,10 +51,18 @@ Object.keys(vsynthVega.mods).forEach(function (k) { Object.assign(vega, vsynthVe
 define = undefined;
 )JS";
 
-// Inlined script text must not close its element early.
+// Inlined script text must not close its element early: `</script` (any case) becomes
+// `<\/script`, the same text in a JS string or regular expression. Nothing else is touched
+// (a bare `</` may be a regular expression, `/</g`, which `<\/` would break).
 std::string script_safe(std::string js) {
-  for (std::size_t at = js.find("</"); at != std::string::npos; at = js.find("</", at + 3)) {
-    js.replace(at, 2, "<\\/");
+  static const std::string kEnd = "</script";
+  for (std::size_t at = 0; (at = js.find("</", at)) != std::string::npos; at += 2) {
+    if (js.size() - at < kEnd.size()) break;
+    bool match = true;
+    for (std::size_t k = 2; k < kEnd.size() && match; ++k) {
+      match = std::tolower(static_cast<unsigned char>(js[at + k])) == kEnd[k];
+    }
+    if (match) js.replace(at, 2, "<\\/");
   }
   return js;
 }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tools/vsynth/report/results_scan.h"
+#include "tools/vsynth/report/run_metrics.h"
 #include "tools/vsynth/report/trace_scan.h"
 
 namespace fs = std::filesystem;
@@ -107,7 +108,7 @@ constexpr bool kAddressSanitizer = false;
 
 }  // namespace
 
-TEST_CASE("report results: torn, foreign, oversized and blank lines are counted and named") {
+TEST_CASE("report results: torn and foreign and oversized lines are counted and named") {
   std::string text = record("a", true, 1).dump() + "\n";
   text += "{\"id\": \"b\", \"status\": \"tests_pa\n";                  // line 2: torn
   text += "{\"id\": \"t1\", \"path\": \"x.py\", \"source\": \"\"}\n";  // line 3: a task line
@@ -138,7 +139,7 @@ TEST_CASE("report results: torn, foreign, oversized and blank lines are counted 
   CHECK_FALSE(s.ids.may_contain("b"));
 }
 
-TEST_CASE("report results: the table is failures first up to max_tasks, each field cut") {
+TEST_CASE("report results: the table is failures first up to max_tasks with each field cut") {
   std::vector<json> recs;
   for (int i = 0; i < 6; ++i) recs.push_back(record("pass-" + std::to_string(i), true, 1));
   for (int i = 0; i < 3; ++i) {
@@ -166,7 +167,7 @@ TEST_CASE("report results: the table is failures first up to max_tasks, each fie
   CHECK(s.visible.claimed == 6);
 }
 
-TEST_CASE("report results: claimed, verified and hidden rates, oracle rows apart") {
+TEST_CASE("report results: claimed and verified and hidden rates with oracle rows apart") {
   json verified = record("v", true, 1);
   verified["facets"]["proof"] = {
       {"verdict", "verified"},
@@ -195,7 +196,7 @@ TEST_CASE("report results: claimed, verified and hidden rates, oracle rows apart
   CHECK(s.table[3]["oracle"] == true);
 }
 
-TEST_CASE("report results: attempts, what the loop changed, and engine totals") {
+TEST_CASE("report results: attempts and what the loop changed and engine totals") {
   const ResultsSummary s = scan_results(
       write_file("loop.jsonl",
                  lines({record("a", true, 1), record("b", true, 3), record("c", false, 2)}))
@@ -218,7 +219,7 @@ TEST_CASE("report results: attempts, what the loop changed, and engine totals") 
   CHECK(s.engine.cached_tokens == 90);
 }
 
-TEST_CASE("report results: distinct keys are bounded, the rest counted as (other)") {
+TEST_CASE("report results: distinct keys are bounded and the rest counted as (other)") {
   std::vector<json> recs;
   for (int i = 0; i < 100; ++i) {
     json r = record("t" + std::to_string(i), false, 1);
@@ -261,7 +262,7 @@ std::string trace_text(const std::vector<std::string>& items, bool closed) {
 
 }  // namespace
 
-TEST_CASE("report trace: stage times, slowest items and the P95 items' attribution") {
+TEST_CASE("report trace: stage times and slowest items and the P95 items' attribution") {
   std::vector<std::string> ids;
   for (int i = 1; i <= 20; ++i) ids.push_back("task-" + std::to_string(i));
   const ResultsSummary r = scan_results(
@@ -294,7 +295,7 @@ TEST_CASE("report trace: stage times, slowest items and the P95 items' attributi
   CHECK(t.wall_ms == Approx(222));
 }
 
-TEST_CASE("report trace: from another run, interrupted, or not a trace at all") {
+TEST_CASE("report trace: from another run or interrupted or not a trace at all") {
   const ResultsSummary r =
       scan_results(write_file("r2.jsonl", lines({record("mine", true, 1)})).string(), ScanLimits{});
   // Another run's items: none of them is in the results.
@@ -368,4 +369,29 @@ TEST_CASE("report results: a file many times the memory cap is read in one bound
           }) == 2);
   }
   fs::remove(path);
+}
+
+TEST_CASE("report metrics: a run's document and a scaled job's ranks and files that are neither") {
+  const json one = {
+      {"pipeline", "/p/a.yaml"},
+      {"stages", json::array({{{"stage", "gen"}, {"items", 3}}})},
+      {"resources", json::array({{{"resource", "coder"}, {"counters", json::object()}}})}};
+  const RunMetrics m = read_metrics(write_file("m.json", one.dump()).string());
+  CHECK(m.pipeline == "/p/a.yaml");
+  REQUIRE(m.stages.size() == 1);
+  CHECK(m.stages[0]["stage"] == "gen");
+  json r0 = one, r1 = one;
+  r0["rank"] = 0;
+  r1["rank"] = 1;
+  const RunMetrics job =
+      read_metrics(write_file("job.json", json{{"ranks", {r0, r1}}}.dump()).string());
+  CHECK(job.pipeline == "/p/a.yaml");
+  REQUIRE(job.stages.size() == 2);
+  CHECK(job.stages[1]["stage"] == "gen (rank 1)");
+  CHECK(job.resources[0]["resource"] == "coder (rank 0)");
+  CHECK_THROWS_WITH(read_metrics(write_file("bad.json", "{\"stages\": [1,").string()),
+                    Catch::Contains("not JSON at byte"));
+  CHECK_THROWS_WITH(read_metrics(write_file("other.json", "[1, 2]").string()),
+                    Catch::Contains("not what `vsynth run --metrics-json` writes"));
+  CHECK_THROWS_WITH(read_metrics((kWork / "absent.json").string()), Catch::Contains("cannot read"));
 }

@@ -89,13 +89,13 @@ class Charts {
   json specs_ = json::object();
 };
 
-std::string counts_rows(const BoundedCounts& c, std::vector<std::vector<std::string>>& rows,
-                        uint64_t whole) {
+void counts_rows(const BoundedCounts& c, std::vector<std::vector<std::string>>& rows,
+                 uint64_t whole) {
   std::vector<std::pair<std::string, uint64_t>> v(c.counts().begin(), c.counts().end());
   std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  for (const auto& [k, n] : v)
+  for (const auto& [k, n] : v) {
     rows.push_back({k.empty() ? "(none)" : k, std::to_string(n), pct(n, whole)});
-  return "";
+  }
 }
 
 std::string inputs_section(const PageInputs& in) {

@@ -1,7 +1,7 @@
 // The document `vsynth run --metrics-json` writes (run_command.cpp metrics_document):
 // {pipeline, stages: [{stage, kind, items, errors, p50_ms, p95_ms, p99_ms, mean_ms,
-// max_queued}], resources: [{resource, kind, counters: {name: value}}]}; a sharded job's
-// (scale/job_summary.cpp) has the same keys.
+// max_queued}], resources: [{resource, kind, counters: {name: value}}]}, or a scaled-out job's
+// {ranks: [that, with `rank`]} (scale/job_summary.cpp), read as one with each row's rank named.
 #pragma once
 
 #include <nlohmann/json.hpp>

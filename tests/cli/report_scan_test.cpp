@@ -395,3 +395,15 @@ TEST_CASE("report metrics: a run's document and a scaled job's ranks and files t
                     Catch::Contains("not what `vsynth run --metrics-json` writes"));
   CHECK_THROWS_WITH(read_metrics((kWork / "absent.json").string()), Catch::Contains("cannot read"));
 }
+
+TEST_CASE("report results: absurd numbers in a foreign record count as absent") {
+  json r = record("odd", true, 1);
+  r["attempts"] = 1e300;
+  r["facets"]["candidates"]["candidates"][0]["tokens"] = -5;
+  r["facets"]["candidates"]["candidates"][0]["decode_ms"] = "fast";
+  const ResultsSummary s = scan_results(write_file("odd.jsonl", lines({r})).string(), ScanLimits{});
+  CHECK(s.records == 1);
+  CHECK(s.attempts.at(1) == 1);
+  CHECK(s.engine.tokens == 0);
+  CHECK(s.engine.decode_ms == 0);
+}

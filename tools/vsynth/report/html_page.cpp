@@ -199,20 +199,23 @@ std::string ms(double v) {
 std::string time_section(const TraceSummary& t, Charts& charts) {
   std::string out = "<h2 id=\"time\">Where time went</h2>\n";
   double busy = 0;
-  for (const auto& st : t.stages) busy += st.busy_ms;
+  uint64_t spans = 0;
+  for (const auto& st : t.stages) {
+    busy += st.busy_ms;
+    spans += st.spans;
+  }
   out += fmt::format(
       "<p>{} items, {} spans; the run's wall time {} ms; stages busy {} ms in all (stages run "
       "concurrently). Item latency P50 {} ms, P95 {} ms.{}</p>\n",
-      t.items, t.events, ms(t.wall_ms), ms(busy), ms(t.p50_item_ms), ms(t.p95_item_ms),
+      t.items, spans, ms(t.wall_ms), ms(busy), ms(t.p50_item_ms), ms(t.p95_item_ms),
       t.unterminated ? " The trace has no closing `]`: the run was interrupted." : "");
   std::vector<std::vector<std::string>> rows;
   json share = json::array(), dist = json::array();
   for (const auto& st : t.stages) {
-    rows.push_back(
-        {st.stage, std::to_string(st.spans), ms(st.busy_ms),
-         pct(static_cast<uint64_t>(st.busy_ms * 1000), static_cast<uint64_t>(busy * 1000)),
-         ms(st.hist.percentile(0.5)), ms(st.hist.percentile(0.95)), ms(st.hist.percentile(0.99)),
-         ms(st.hist.max_ms)});
+    rows.push_back({st.stage, std::to_string(st.spans), ms(st.busy_ms),
+                    busy > 0 ? fmt::format("{:.1f}%", 100 * st.busy_ms / busy) : "-",
+                    ms(st.hist.percentile(0.5)), ms(st.hist.percentile(0.95)),
+                    ms(st.hist.percentile(0.99)), ms(st.hist.max_ms)});
     share.push_back({{"label", st.stage}, {"value", busy > 0 ? st.busy_ms / busy : 0.0}});
     for (int b = 0; b < LatencyHistogram::kBuckets; ++b) {
       if (st.hist.counts[b] == 0) continue;

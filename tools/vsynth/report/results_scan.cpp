@@ -24,9 +24,12 @@ std::string text(const json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 
+// A count field; 0 when absent, negative or absurd (a foreign record must not overflow a cast).
 uint64_t count(const json& j, const char* key) {
   const json& v = field(j, key);
-  return v.is_number() && v.get<double>() > 0 ? static_cast<uint64_t>(v.get<double>()) : 0;
+  if (!v.is_number()) return 0;
+  const double d = v.get<double>();
+  return d > 0 && d < 1e15 ? static_cast<uint64_t>(d) : 0;
 }
 
 // The proof verdict of the candidate the loop settled on (the passing one, else the first),

@@ -329,7 +329,8 @@ TEST_CASE("report results: a file many times the memory cap is read in one bound
   // reach of a line buffer; the scan runs with 64 MiB of address space over what the test
   // process has mapped. $VSYNTH_REPORT_BIG_MB (e.g. 1024) makes it the 1 GB file of issue 15.
   const char* env = std::getenv("VSYNTH_REPORT_BIG_MB");
-  const std::size_t target = (env && *env ? std::stoul(env) : 192) << 20;
+  // Under ASan the cap is not measured (below), so a smaller file checks the counts in time.
+  const std::size_t target = (env && *env ? std::stoul(env) : kAddressSanitizer ? 72 : 192) << 20;
   const fs::path path = kWork / "big.jsonl";
   fs::create_directories(kWork);
   uint64_t written = 0, records = 0;

@@ -187,6 +187,10 @@ TEST_CASE("vsynth report: bad inputs are named with their file and line and neve
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("is the results file"));
   CHECK_FALSE(fs::exists(out));
+  // A page that cannot be written: exit 3, named.
+  r = run_vsynth({"report", run.results.string(), "-o", (kWork / "no-such-dir/r.html").string()});
+  CHECK(r.code == 3);
+  CHECK_THAT(r.err, Catch::Contains("cannot create") && Catch::Contains("no-such-dir"));
 
   // Torn and foreign lines: skipped, named, the page written.
   std::string text = slurp(run.results);

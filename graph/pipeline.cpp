@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -19,6 +20,15 @@ namespace {
 // "file:line:col" of a declaration, the place construction errors point at.
 std::string where(const std::string& file, Mark m) {
   return m.line > 0 ? fmt::format("{}:{}:{}", file, m.line, m.col) : file;
+}
+
+// The pipeline file as an absolute path (the trace names it; a report run elsewhere finds it),
+// or as given when it cannot be made absolute.
+std::string absolute_path(const std::string& file) {
+  std::error_code ec;
+  const std::filesystem::path p =
+      file.empty() ? std::filesystem::path() : std::filesystem::absolute(file, ec);
+  return ec ? file : p.string();
 }
 
 uint32_t thread_number() {
@@ -87,7 +97,9 @@ struct PipelineImpl {
   PipelineImpl(Pipeline& pipeline, Sink& out, RunControl& ctl, const RunOptions& o)
       : p(pipeline), sink(out), control(ctl), opts(o), spec(pipeline.spec_) {
     for (const auto& s : spec.stages) stage_names.push_back(s.name);
-    if (!opts.trace_path.empty()) trace = std::make_unique<TraceWriter>(opts.trace_path);
+    if (!opts.trace_path.empty()) {
+      trace = std::make_unique<TraceWriter>(opts.trace_path, absolute_path(spec.file), spec.name);
+    }
     build();
     watch_block_edges();
     // Queues that limit something are counted exactly; the rest in cheap per-thread shards.

@@ -5,10 +5,20 @@
 
 namespace vsynth::graph {
 
-TraceWriter::TraceWriter(const std::string& path) {
+TraceWriter::TraceWriter(const std::string& path, const std::string& pipeline,
+                         const std::string& name) {
   f_ = std::fopen(path.c_str(), "w");
   if (!f_) throw std::runtime_error("cannot create trace file `" + path + "`");
   std::fputs("[\n", f_);
+  if (pipeline.empty() && name.empty()) return;
+  const nlohmann::json meta = {
+      {"name", "process_name"},
+      {"ph", "M"},
+      {"pid", 1},
+      {"args", {{"name", "vsynth " + name}, {"pipeline", pipeline}}},
+  };
+  std::fputs(meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str(), f_);
+  first_ = false;
 }
 
 TraceWriter::~TraceWriter() {

@@ -13,8 +13,11 @@ namespace vsynth::graph {
 
 class TraceWriter {
  public:
-  // Throws std::runtime_error naming the path when it cannot be created.
-  explicit TraceWriter(const std::string& path);
+  // Throws std::runtime_error naming the path when it cannot be created. `pipeline` (the
+  // pipeline file) and `name` (its `pipeline:`) go into a process_name metadata event first, so
+  // viewers title the process and `vsynth report` finds the graph the trace came from.
+  explicit TraceWriter(const std::string& path, const std::string& pipeline = {},
+                       const std::string& name = {});
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

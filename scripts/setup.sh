@@ -16,6 +16,7 @@ apt_packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libcpp-httplib-dev
   bubblewrap curl libopenmpi-dev openmpi-bin
   python3-dev pybind11-dev
+  graphviz libjs-vega chromium python3-matplotlib
 )
 
 missing=()

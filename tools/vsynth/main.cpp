@@ -10,6 +10,7 @@
 #include "tools/vsynth/exit_codes.h"
 #include "tools/vsynth/generate_command.h"
 #include "tools/vsynth/index_command.h"
+#include "tools/vsynth/report/report_command.h"
 #include "tools/vsynth/serve/serve_command.h"
 
 int main(int argc, char** argv) {
@@ -111,6 +112,38 @@ int main(int argc, char** argv) {
   auto* dot_cmd = app.add_subcommand("dot", "Print a pipeline as a Graphviz graph");
   dot_cmd->add_option("pipeline", dot_file, "pipeline YAML")->required();
   dot_cmd->footer("Exit codes: 0 printed; 2 the pipeline has errors (listed as by validate).");
+
+  cli::ReportArgs rep;
+  auto* report_cmd = app.add_subcommand(
+      "report", "Write a run's results (and trace, metrics) as one self-contained HTML page");
+  report_cmd->add_option("results", rep.results, "results file of `vsynth run --output`")
+      ->required();
+  report_cmd->add_option("-o,--output", rep.output, "the HTML page to write")->required();
+  report_cmd->add_option("--trace", rep.trace,
+                         "the run's `vsynth run --trace` file: where time went, per stage and "
+                         "for the slowest items");
+  report_cmd->add_option("--metrics", rep.metrics,
+                         "the run's `vsynth run --metrics-json` file: per-stage metrics and "
+                         "engine counters");
+  report_cmd->add_option("--pipeline", rep.pipeline,
+                         "pipeline YAML to draw (default: the one --metrics or --trace names)");
+  report_cmd
+      ->add_option("--max-tasks", rep.max_tasks,
+                   "rows in the task table: failures first, then passes (default 500)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  report_cmd
+      ->add_option("--max-field-bytes", rep.max_field_bytes,
+                   "bytes kept of each text (code, messages) in a table row (default 4096)")
+      ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 24));
+  report_cmd->add_flag("-q,--quiet", rep.quiet, "no summary line on stdout");
+  report_cmd->footer(
+      "The page needs nothing at view time: Vega (Debian libjs-vega) and the pipeline graph "
+      "(Graphviz `dot`) are inlined when it is written. The results file is read in one pass in "
+      "bounded memory, whatever its size; lines that are not result records are skipped and "
+      "named. Exit codes: 0 written (warnings on stderr: skipped lines, a trace from another "
+      "run, a graph or charts left out); 2 bad command line, or an input that is not what it "
+      "should be (no result record in RESULTS, a --trace or --metrics file not from vsynth run, "
+      "-o naming an input); 3 the page could not be written.");
 
   cli::GenerateArgs gen;
   auto* gen_cmd = app.add_subcommand("generate", "Stream a model's answer to one prompt");
@@ -239,5 +272,6 @@ int main(int argc, char** argv) {
   if (*validate_cmd) return cli::cmd_validate(registry, validate_files);
   if (*stages_cmd) return cli::cmd_stages(registry, only);
   if (*dot_cmd) return cli::cmd_dot(registry, dot_file);
+  if (*report_cmd) return cli::cmd_report(registry, rep);
   return cli::kExitUsage;
 }

@@ -191,7 +191,8 @@ std::shared_ptr<void> limit_threads(int threads) {
 }
 
 std::string metrics_document(const std::vector<graph::StageSnapshot>& metrics,
-                             const std::vector<graph::ResourceSnapshot>& resources) {
+                             const std::vector<graph::ResourceSnapshot>& resources,
+                             const std::string& pipeline) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : metrics) {
     stages.push_back({{"stage", s.name},
@@ -210,7 +211,9 @@ std::string metrics_document(const std::vector<graph::StageSnapshot>& metrics,
     for (const auto& c : r.counters) counters[c.name] = c.value;
     res.push_back({{"resource", r.name}, {"kind", r.kind}, {"counters", counters}});
   }
-  return nlohmann::json{{"stages", stages}, {"resources", res}}.dump(2) + "\n";
+  nlohmann::json doc = {{"stages", stages}, {"resources", res}};
+  if (!pipeline.empty()) doc["pipeline"] = pipeline;
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 int report_run(const RunArgs& args, const graph::Pipeline& pipeline, const graph::RunResult& result,
@@ -222,7 +225,10 @@ int report_run(const RunArgs& args, const graph::Pipeline& pipeline, const graph
   int code = kExitOk;
   if (!args.metrics_json.empty()) {
     std::ofstream out(args.metrics_json);
-    out << metrics_document(metrics, resources);
+    std::error_code ec;
+    const std::string file = pipeline.spec().file;
+    const fs::path abs = file.empty() ? fs::path() : fs::absolute(file, ec);
+    out << metrics_document(metrics, resources, ec ? file : abs.string());
     out.close();
     if (!out) {
       std::cerr << fmt::format("error: cannot write --metrics-json `{}`: {}\n", args.metrics_json,

@@ -57,9 +57,11 @@ int interrupts_received();
 // SIGTERM after this rank's run (mpirun stopping the job) is seen, not fatal at once.
 void (*interrupt_handler())(int);
 
-// The --metrics-json document: {stages: [...], resources: [...]}.
+// The --metrics-json document: {pipeline, stages: [...], resources: [...]}; `pipeline` (the
+// pipeline file, absolute) lets `vsynth report` draw the graph.
 std::string metrics_document(const std::vector<graph::StageSnapshot>& metrics,
-                             const std::vector<graph::ResourceSnapshot>& resources);
+                             const std::vector<graph::ResourceSnapshot>& resources,
+                             const std::string& pipeline = {});
 // Phase 5: the summary on stdout, --metrics-json, the exit code.
 int report_run(const RunArgs& args, const graph::Pipeline& pipeline, const graph::RunResult& result,
                class ProgressReporter& progress);

@@ -214,7 +214,8 @@ int run_scaled(graph::Registry& registry, const RunArgs& args, const Launch& lau
   RankOutcome outcome{world->rank(), result, run_failed.message, {}};
   if (setup.pipeline) {
     outcome.metrics =
-        metrics_document(setup.pipeline->metrics(), setup.pipeline->resource_counters());
+        metrics_document(setup.pipeline->metrics(), setup.pipeline->resource_counters(),
+                         std::filesystem::absolute(setup.pipeline->spec().file).string());
   }
   if (run_failed && outcome.result.fatal.empty()) outcome.result.fatal = run_failed.message;
   const auto gathered = world->gather(encode_outcome(outcome));

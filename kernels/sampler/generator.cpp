@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 
 namespace vsynth::kernels {
@@ -68,6 +69,7 @@ class Loop {
       while (step()) {
       }
     }
+    if (g_.finish == FinishReason::Length || g_.finish == FinishReason::Context) trim();
     // Leave the sequence as plain decoding would: the prompt and the accepted tokens, the last
     // one unevaluated when the loop ended right after committing it; no drafted tail.
     const auto keep = static_cast<int32_t>(history_.size()) - (last_unevaluated_ ? 1 : 0);
@@ -274,22 +276,56 @@ class Loop {
       seq_.rollback(last_pos);
       logits_ = seq_.decode(last);
       ++g_.decode_steps;
-      g_.tokens.resize(kept);
-      history_.resize(prompt_.size() + kept);
-      g_.text.resize(kept == 0 ? 0 : g_.token_ends[kept - 1]);
-      g_.token_ends.resize(kept);
-      g_.logprobs.resize(kept);
-      if (g_.top.size() > kept) g_.top.resize(kept);
-      g_.logprob_sum = 0.0;
-      for (float lp : g_.logprobs) g_.logprob_sum += lp;
-      if (streamed_ > g_.text.size()) {
-        if (opt_.on_retract) opt_.on_retract(streamed_ - g_.text.size());
-        streamed_ = g_.text.size();
-      }
+      truncate(kept);
     }
     if (bans_.size() > kept + 1) bans_.resize(kept + 1);
     if (ban != kNoToken) ban_at(kept, ban);
     for (MaskHook* h : hooks_) h->on_rollback(kept);
+  }
+
+  // Drops every generated token from `kept` on from the output (not the KV cache), retracting
+  // what was streamed of them.
+  void truncate(std::size_t kept) {
+    g_.tokens.resize(kept);
+    history_.resize(prompt_.size() + kept);
+    g_.text.resize(kept == 0 ? 0 : g_.token_ends[kept - 1]);
+    g_.token_ends.resize(kept);
+    g_.logprobs.resize(kept);
+    if (g_.top.size() > kept) g_.top.resize(kept);
+    g_.logprob_sum = 0.0;
+    for (float lp : g_.logprobs) g_.logprob_sum += lp;
+    if (streamed_ > g_.text.size()) {
+      if (opt_.on_retract) opt_.on_retract(streamed_ - g_.text.size());
+      streamed_ = g_.text.size();
+    }
+  }
+
+  // The budget ended the text: keep the shortest prefix a hook calls complete (generator.h).
+  void trim() {
+    const std::size_t n = g_.tokens.size();
+    std::optional<PrefixKeep> cut;
+    for (MaskHook* h : hooks_) {
+      std::optional<PrefixKeep> k = h->complete_prefix(view());
+      if (k && k->keep < n && (!cut || k->keep < cut->keep)) cut = std::move(k);
+    }
+    if (!cut) return;
+    // The kept tokens were all evaluated (token `keep` was sampled after the last of them).
+    const auto keep_pos = static_cast<int32_t>(prompt_.size() + cut->keep);
+    if (keep_pos < seq_.min_rollback_position()) {
+      g_.finish_detail = "not trimmed to " + std::to_string(cut->keep) + " tokens (" + cut->by +
+                         "): the KV cache can only roll back to position " +
+                         std::to_string(seq_.min_rollback_position());
+      return;
+    }
+    end_draft();
+    if (seq_.position() > keep_pos) seq_.rollback(keep_pos);
+    last_unevaluated_ = false;
+    truncate(cut->keep);
+    for (MaskHook* h : hooks_) h->on_rollback(cut->keep);
+    g_.trimmed = static_cast<int32_t>(n - cut->keep);
+    g_.trimmed_by = cut->by;
+    g_.finish_detail = "trimmed " + std::to_string(g_.trimmed) +
+                       " tokens to the last complete point (" + cut->by + ")";
   }
 
   void stream() {

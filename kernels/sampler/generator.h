@@ -16,6 +16,14 @@
 // being added. Streaming (on_text) never hands out a byte that a stop string may still claim
 // or half of a UTF-8 character.
 //
+// Trimming: when the budget ends the generation (max_new_tokens or context_limit) the hooks are
+// asked for the complete prefix (MaskHook::complete_prefix); the shortest answer below the
+// generated length wins, the tail is dropped as a rollback would drop it (streamed bytes are
+// retracted through on_retract, the sequence is rolled back, hooks get on_rollback) and the
+// Generation says so (trimmed, trimmed_by, finish_detail); the finish reason stays. A trim the
+// KV cache cannot roll back to (before Sequence::min_rollback_position()) is not made, and
+// finish_detail says why.
+//
 // Speculation (GenerateOptions::speculation): a drafter (kernels/sampler/drafter.h) guesses the
 // tokens after the newest accepted one; one prefill_all of [newest, draft...] yields the
 // target's logits at every drafted position. The loop then runs exactly as without speculation,
@@ -106,11 +114,15 @@ struct Generation {
   std::vector<std::vector<TokenLogprob>> top;  // per token when sampler.n_logprobs > 0
   double logprob_sum = 0.0;
   FinishReason finish = FinishReason::Length;
-  std::string finish_detail;  // the stop string, or the hook's reason
-  int32_t rejections = 0;     // hook reject verdicts
-  int32_t rollbacks = 0;      // hook rollback verdicts
-  int32_t steps = 0;          // tokens sampled, rejected and rolled-back ones included
-  double decode_ms = 0.0;     // wall time of the loop (forward passes, sampling, hooks)
+  std::string finish_detail;  // the stop string, the hook's reason, or the trim
+  // The budget cut the text and a hook's complete_prefix dropped the unfinished tail: the
+  // tokens dropped (0: none) and the hook that asked.
+  int32_t trimmed = 0;
+  std::string trimmed_by;
+  int32_t rejections = 0;  // hook reject verdicts
+  int32_t rollbacks = 0;   // hook rollback verdicts
+  int32_t steps = 0;       // tokens sampled, rejected and rolled-back ones included
+  double decode_ms = 0.0;  // wall time of the loop (forward passes, sampling, hooks)
   // Speculation: tokens drafted, drafted tokens kept, multi-token verification passes, and
   // single-token forward passes (decode calls, plain decoding's only kind).
   int32_t drafted = 0;

@@ -11,6 +11,14 @@
 //       stop(why)            end the generation here (finish reason "hook").
 //   on_rollback(P)           the loop kept only the first P generated tokens (because of this
 //                            hook or another one): drop any incremental state past P.
+//   complete_prefix(view)    the token budget ended the generation (finish reason length or
+//                            context) in the middle of something: the generated tokens to keep
+//                            so that the output ends where it was complete (a grammar hook: the
+//                            longest prefix that parses as a whole program, the way an IDE
+//                            completion drops a half-written statement), or nullopt for no
+//                            opinion. With several opinions the shortest wins; the loop drops
+//                            the tail (Generation::trimmed), rolls the sequence back and calls
+//                            on_rollback(kept). Never asked after EOG, a stop string or a stop.
 //
 // Positions count generated tokens: 0 is the first token after the prompt. Bans accumulate at
 // a position across retries and are forgotten when the loop rolls back before that position
@@ -21,6 +29,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,6 +66,13 @@ struct HookVerdict {
   static HookVerdict stop(std::string why) { return {Kind::Stop, 0, kNoToken, std::move(why)}; }
 };
 
+// A hook's answer to complete_prefix: keep the first `keep` generated tokens; `by` names the
+// hook for the record (e.g. "grammar").
+struct PrefixKeep {
+  std::size_t keep = 0;
+  std::string by;
+};
+
 class MaskHook {
  public:
   virtual ~MaskHook() = default;
@@ -71,6 +87,10 @@ class MaskHook {
     return HookVerdict::accept();
   }
   virtual void on_rollback(std::size_t kept) { (void)kept; }
+  virtual std::optional<PrefixKeep> complete_prefix(const DecodeView& view) {
+    (void)view;
+    return std::nullopt;
+  }
 };
 
 }  // namespace vsynth::kernels

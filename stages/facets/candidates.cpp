@@ -92,6 +92,7 @@ nlohmann::json CandidatesFacet::to_json() const {
     k["temperature"] = round_to(c.temperature, 1e-4);
     if (c.rejections) k["rejections"] = c.rejections;
     if (c.rollbacks) k["rollbacks"] = c.rollbacks;
+    if (c.trimmed) k["trimmed"] = {{"by", c.trimmed_by}, {"tokens", c.trimmed}};
     if (!c.drafter.empty()) {
       nlohmann::json& sp = k["speculation"];
       sp["drafter"] = c.drafter;

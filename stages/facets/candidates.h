@@ -27,6 +27,10 @@ struct Candidate {
   double temperature = 0.0;
   int32_t rejections = 0;  // hook verdicts
   int32_t rollbacks = 0;
+  // The budget cut an unfinished text and a hook (trimmed_by) dropped its last `trimmed` tokens
+  // (kernels::MaskHook::complete_prefix); 0: not trimmed.
+  int32_t trimmed = 0;
+  std::string trimmed_by;
   // Speculative decoding (kernels/sampler/generator.h): the drafter ("" when off), tokens
   // drafted, drafted tokens kept, verification passes; why it fell back to plain decoding.
   std::string drafter;
@@ -62,8 +66,9 @@ class CandidatesFacet : public graph::Facet {
   // {mode, format, attempt, prompt_tokens, prefill_ms, [warmed_tokens], [kv_pool:
   // {cached_tokens, prompt_tokens, hit, [fallback]}], [prompt], candidates: [{code, text,
   // completion (when it differs from text), tokens, finish, finish_detail, logprob_sum,
-  // decode_ms, tokens_per_s, seed, temperature, rejections, rollbacks, speculation: {drafter,
-  // drafted, accepted, verify_steps, fallback} when a drafter ran}]}
+  // decode_ms, tokens_per_s, seed, temperature, rejections, rollbacks, trimmed: {by, tokens}
+  // when trimmed, speculation: {drafter, drafted, accepted, verify_steps, fallback} when a
+  // drafter ran}]}
   nlohmann::json to_json() const override;
 };
 

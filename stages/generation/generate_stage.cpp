@@ -197,6 +197,8 @@ void GenerateStage::generate(graph::Item& item) {
     cand.temperature = opt.sampler.temperature;
     cand.rejections = g.rejections;
     cand.rollbacks = g.rollbacks;
+    cand.trimmed = g.trimmed;
+    cand.trimmed_by = g.trimmed_by;
     if (opt.speculation.enabled()) {
       cand.drafter = kernels::to_string(opt.speculation.drafter);
       cand.drafted = g.drafted;

@@ -40,6 +40,11 @@ class Refuse : public kernels::MaskHook {
   std::string why_;
 };
 
+bool word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         (static_cast<unsigned char>(c) & 0x80) != 0;
+}
+
 std::string language_list(const std::vector<Language>& ls) {
   std::string s;
   for (Language l : ls) s += (s.empty() ? "" : ", ") + std::string(to_string(l));
@@ -63,6 +68,7 @@ nlohmann::json GrammarStats::to_json() const {
   j["full_mask_banned"] = full_mask_banned;
   j["walk_steps"] = walk_steps;
   if (table_ms > 0) j["table_ms"] = round1(table_ms);
+  if (trimmed_tokens > 0) j["trimmed_tokens"] = trimmed_tokens;
   if (!stood_aside.empty()) j["stood_aside"] = stood_aside;
   return j;
 }
@@ -87,11 +93,13 @@ nlohmann::json GrammarStatsFacet::to_json() const {
 }
 
 GrammarMask::GrammarMask(std::shared_ptr<const VocabTable> table, Program::Shape shape,
-                         GrammarStats stats, std::function<void(GrammarStats&&)> on_done)
+                         GrammarStats stats, std::function<void(GrammarStats&&)> on_done,
+                         bool trim_incomplete)
     : table_(std::move(table)),
       program_(std::move(shape)),
       stats_(std::move(stats)),
-      on_done_(std::move(on_done)) {
+      on_done_(std::move(on_done)),
+      trim_incomplete_(trim_incomplete) {
   if (program_.start_dead()) {
     active_ = false;
     stats_.stood_aside = "the code before the cursor does not parse as " +
@@ -208,6 +216,32 @@ void GrammarMask::on_rollback(std::size_t kept) {
   position_us_ = 0;
 }
 
+// The budget cut the candidate: the last position whose state may end, searched back from the
+// end within the code (generator.h's trim). One state check per dropped token, once per
+// candidate.
+std::optional<kernels::PrefixKeep> GrammarMask::complete_prefix(const kernels::DecodeView& view) {
+  if (!trim_incomplete_ || !active_) return std::nullopt;
+  sync(view);
+  const std::size_t n = view.generated.size();
+  if (!active_ || program_.can_end(states_[n])) return std::nullopt;  // complete as it is
+  auto end_of = [&](std::size_t i) { return i == 0 ? std::size_t{0} : view.token_ends[i - 1]; };
+  // Where the code starts: the text's start, or (instruct) the first token inside the block.
+  std::size_t first = n;
+  while (first > 0 && program_.constraining(states_[first - 1])) --first;
+  for (std::size_t i = n; i-- > first + 1;) {
+    if (!program_.can_end(states_[i])) continue;
+    const std::string_view kept = view.text.substr(end_of(first), end_of(i) - end_of(first));
+    if (kept.find_first_not_of(" \t\r\n") == std::string_view::npos) break;  // blank code
+    if (word_char(view.text[end_of(i) - 1]) && end_of(i) < view.text.size() &&
+        word_char(view.text[end_of(i)])) {
+      continue;  // a name or number the cut would split
+    }
+    stats_.trimmed_tokens = static_cast<int>(n - i);
+    return kernels::PrefixKeep{i, "grammar"};
+  }
+  return std::nullopt;
+}
+
 std::shared_ptr<const VocabTable> GrammarHook::table(const kernels::Tokenizer& tok,
                                                      double* built_ms) {
   std::lock_guard lock(mu_);
@@ -250,7 +284,8 @@ std::unique_ptr<kernels::MaskHook> GrammarHook::make(graph::Item& item,
   if (!facet) facet = &item.emplace<GrammarStatsFacet>();  // kept across attempts
   return std::make_unique<GrammarMask>(
       std::move(t), std::move(shape), std::move(stats),
-      [facet](GrammarStats&& s) { facet->candidates.push_back(std::move(s)); });
+      [facet](GrammarStats&& s) { facet->candidates.push_back(std::move(s)); },
+      settings_.trim_incomplete);
 }
 
 graph::ResourceContract grammar_hook_contract() {
@@ -269,6 +304,13 @@ graph::ResourceContract grammar_hook_contract() {
       P::choice("other_languages", "stop", {"stop", "pass"},
                 "a task in another language: stop its candidate at once with a verdict naming "
                 "the supported languages, or pass it through unconstrained"),
+      P::boolean("trim_incomplete", true,
+                 "when the token budget (max_new_tokens, the context) cuts a candidate whose "
+                 "program is incomplete, keep the longest prefix where it was complete (instruct "
+                 "mode: inside the code block; with non-blank code; not inside a word) and drop "
+                 "the rest, as an IDE drops a half-written statement; the candidate record says "
+                 "`trimmed: {by: grammar, tokens: N}` and a stream client gets a retract event "
+                 "for bytes already streamed. No complete point: the text stays as it is"),
   };
   return c;
 }
@@ -291,6 +333,7 @@ std::shared_ptr<graph::Resource> make_grammar_hook_resource(const graph::Resourc
                                 supported_languages() + ")");
   }
   s.stop_other = ctx.params.string("other_languages") == "stop";
+  s.trim_incomplete = ctx.params.boolean("trim_incomplete");
   return std::make_shared<GrammarHook>(std::move(s));
 }
 

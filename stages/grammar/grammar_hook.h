@@ -14,6 +14,11 @@
 //                  microsecond for most tokens); a token after which no valid program exists is
 //                  rejected, and so is an end-of-generation token where the program is not
 //                  complete (open brackets, strings, a block header without its body);
+//   complete_prefix  the token budget ended the candidate while its program was incomplete:
+//                  keep the longest prefix where it was complete (the last state can_end),
+//                  inside the code (instruct mode: inside the constrained block), with some
+//                  non-blank code in it and not cut inside a word; no complete point: no
+//                  opinion (`trim_incomplete: false`: never an opinion).
 //   before_sample  after a rejection at this position, the full mask: every token of the
 //                  vocabulary tried from the state through the precomputed table (vocab_table.h,
 //                  built once per tokenizer and shared by all candidates), the impossible ones
@@ -38,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,7 +57,8 @@ namespace vsynth::stages::grammar {
 
 struct GrammarSettings {
   std::vector<Language> languages = {Language::Python, Language::C};
-  bool stop_other = true;  // other_languages: stop (else pass)
+  bool stop_other = true;       // other_languages: stop (else pass)
+  bool trim_incomplete = true;  // complete_prefix answers (else no opinion)
 };
 
 // One candidate's costs.
@@ -67,6 +74,7 @@ struct GrammarStats {
   std::size_t full_mask_banned = 0;  // tokens banned by them, summed
   std::size_t walk_steps = 0;        // recogniser steps in them
   double table_ms = 0;               // building the vocabulary table (first candidate only)
+  int trimmed_tokens = 0;            // dropped at the end: the budget cut an unfinished program
   std::string stood_aside;           // why the hook did not constrain ("" when it did)
 
   nlohmann::json to_json() const;
@@ -85,7 +93,7 @@ class GrammarStatsFacet : public graph::Facet {
 class GrammarMask : public kernels::MaskHook {
  public:
   GrammarMask(std::shared_ptr<const VocabTable> table, Program::Shape shape, GrammarStats stats,
-              std::function<void(GrammarStats&&)> on_done);
+              std::function<void(GrammarStats&&)> on_done, bool trim_incomplete = true);
   ~GrammarMask() override;
   GrammarMask(const GrammarMask&) = delete;
   GrammarMask& operator=(const GrammarMask&) = delete;
@@ -94,6 +102,7 @@ class GrammarMask : public kernels::MaskHook {
   kernels::HookVerdict after_sample(const kernels::DecodeView& view, kernels::TokenId token,
                                     std::string_view piece) override;
   void on_rollback(std::size_t kept) override;
+  std::optional<kernels::PrefixKeep> complete_prefix(const kernels::DecodeView& view) override;
 
   const GrammarStats& stats() const { return stats_; }
   const Program& program() const { return program_; }
@@ -106,6 +115,7 @@ class GrammarMask : public kernels::MaskHook {
   GrammarStats stats_;
   std::function<void(GrammarStats&&)> on_done_;
   bool active_ = true;
+  bool trim_incomplete_ = true;
   std::vector<ProgramState> states_;  // states_[i]: after i generated tokens
   // The token after_sample accepted last, with the state after it (committed at the next call
   // when the loop kept it).

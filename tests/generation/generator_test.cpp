@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct LambdaHook : MaskHook {
     return after ? after(v, t) : HookVerdict::accept();
   }
   void on_rollback(std::size_t kept) override { rolled_back_to.push_back(kept); }
+  std::function<std::optional<PrefixKeep>(const DecodeView&)> keep;
+  std::optional<PrefixKeep> complete_prefix(const DecodeView& v) override {
+    return keep ? keep(v) : std::nullopt;
+  }
 };
 
 }  // namespace
@@ -276,4 +281,68 @@ TEST_CASE("a cancel flag already set generates nothing", "[generator]") {
   const Generation g = f.run(seq, o);
   CHECK(g.finish == FinishReason::Cancelled);
   CHECK(g.tokens.empty());
+}
+
+TEST_CASE("a budget cut keeps the shortest complete prefix the hooks name, retracting the stream",
+          "[generator][hook]") {
+  Fixture f;
+  const TokenId a = f.id("a"), b = f.id("b");
+  // a b a b a b ...: the hooks see the text the budget cut.
+  FakeSequence seq(f.vocab(), [&](int32_t pos, TokenId) { return pos % 2 ? a : b; });
+  LambdaHook grammar, other, silent;
+  std::string seen;
+  grammar.keep = [&](const DecodeView& v) {
+    seen = std::string(v.text);
+    return std::optional<PrefixKeep>(PrefixKeep{4, "grammar"});
+  };
+  other.keep = [](const DecodeView&) { return std::optional<PrefixKeep>(PrefixKeep{3, "other"}); };
+  std::string streamed;
+  std::size_t retracted = 0;
+  GenerateOptions o = f.greedy(6);
+  o.on_text = [&](std::string_view s) { streamed += s; };
+  o.on_retract = [&](std::size_t n) {
+    retracted += n;
+    streamed.resize(streamed.size() - n);
+  };
+  const Generation g = f.run(seq, o, {&silent, &grammar, &other});
+  CHECK(seen == "ababab");
+  CHECK(g.text == "aba");  // the shortest opinion wins
+  CHECK(g.tokens == std::vector<TokenId>{a, b, a});
+  CHECK(g.token_ends == std::vector<std::size_t>{1, 2, 3});
+  CHECK(g.logprobs.size() == 3);
+  CHECK(g.finish == FinishReason::Length);
+  CHECK(g.trimmed == 3);
+  CHECK(g.trimmed_by == "other");
+  CHECK(g.finish_detail.find("trimmed 3 tokens") != std::string::npos);
+  CHECK(streamed == "aba");  // what was streamed of the tail was retracted
+  CHECK(retracted == 3);
+  CHECK(grammar.rolled_back_to == std::vector<std::size_t>{3});
+  CHECK(silent.rolled_back_to == std::vector<std::size_t>{3});
+  CHECK(seq.position() == 4);  // BOS + the kept tokens
+
+  SECTION("no opinion, or a keep at the full length, leaves the output as it was") {
+    FakeSequence s2(f.vocab(), [&](int32_t pos, TokenId) { return pos % 2 ? a : b; });
+    grammar.keep = [](const DecodeView& v) {
+      return std::optional<PrefixKeep>(PrefixKeep{v.generated.size(), "grammar"});
+    };
+    const Generation g2 = f.run(s2, f.greedy(6), {&silent, &grammar});
+    CHECK(g2.text == "ababab");
+    CHECK(g2.trimmed == 0);
+    CHECK(g2.finish_detail.empty());
+  }
+  SECTION("an end of generation is not trimmed") {
+    FakeSequence s3(f.vocab(), [&](int32_t pos, TokenId) { return pos == 3 ? f.tok.eos() : a; });
+    const Generation g3 = f.run(s3, f.greedy(6), {&grammar, &other});
+    CHECK(g3.finish == FinishReason::Eog);
+    CHECK(g3.text == "aa");
+    CHECK(g3.trimmed == 0);
+  }
+  SECTION("a trim the KV cache cannot roll back to is not made, and the detail says so") {
+    FakeSequence s4(f.vocab(), [&](int32_t pos, TokenId) { return pos % 2 ? a : b; });
+    s4.min_rollback = 5;  // BOS + 3 kept tokens is position 4
+    const Generation g4 = f.run(s4, f.greedy(6), {&other});
+    CHECK(g4.text == "ababab");
+    CHECK(g4.trimmed == 0);
+    CHECK(g4.finish_detail.find("not trimmed") != std::string::npos);
+  }
 }

@@ -9,6 +9,7 @@
 
 #include "stages/grammar/grammar_hook.h"
 #include "tests/generation/gen_test_util.h"
+#include "tests/grammar/util.h"
 
 namespace g = vsynth::stages::grammar;
 namespace k = vsynth::kernels;
@@ -41,7 +42,9 @@ const k::Tokenizer& tokenizer() {
                                                             "```c\n",
                                                             "int" + kSp + "f()",
                                                             kSp + "{",
-                                                            kSp + "}"}));
+                                                            kSp + "}",
+                                                            kSp + "no",
+                                                            "t"}));
   return tok;
 }
 
@@ -266,4 +269,59 @@ TEST_CASE("hook.grammar: a language it does not constrain stops the candidate, n
   ctx.language = "python";
   CHECK(passing.make(item, ctx));
   CHECK(item.find<g::GrammarStatsFacet>());
+}
+
+TEST_CASE("grammar hook: a budget cut keeps the longest prefix where the program was complete",
+          "[grammar][hook][trim]") {
+  auto keep = [](k::MaskHook& h, const Stream& s) -> std::optional<std::size_t> {
+    const auto k = h.complete_prefix(s.view());
+    if (k) CHECK(k->by == "grammar");
+    return k ? std::optional<std::size_t>(k->keep) : std::nullopt;
+  };
+  SECTION("complete mode: the half-written statement goes") {
+    g::GrammarStats stats;
+    auto h = hook(complete_py("def f(x):\n"), &stats);
+    Stream s;
+    for (const char* p : {"    return", " x", "\n", "    return", "(", " x"})
+      REQUIRE(s.offer(*h, id(p)).kind == Kind::Accept);
+    CHECK(keep(*h, s) == 4u);  // `    return x\n    return`: the last complete point
+    s.rollback(*h, 4);         // as the loop does after trimming
+    CHECK_FALSE(keep(*h, s));  // complete as it is: no opinion
+    h.reset();
+    CHECK(stats.trimmed_tokens == 2);
+  }
+  SECTION("a cut inside a word is not a complete point") {
+    auto h = hook(complete_py("x = "));
+    Stream s;
+    for (const char* p : {" no", "t"}) REQUIRE(s.offer(*h, id(p)).kind == Kind::Accept);
+    CHECK(vsynth::gramtest::whole(g::Language::Python, "x = no"));
+    CHECK_FALSE(keep(*h, s));  // `x = no` parses, but the budget cut the word `not`
+  }
+  SECTION("with trim_incomplete off it has no opinion") {
+    auto h = std::make_unique<g::GrammarMask>(table(), complete_py("def f(x):\n"),
+                                              g::GrammarStats{}, nullptr, false);
+    Stream s;
+    for (const char* p : {"    return", " x", "\n", "    return", "("})
+      REQUIRE(s.offer(*h, id(p)).kind == Kind::Accept);
+    CHECK_FALSE(keep(*h, s));
+  }
+  SECTION("instruct mode: inside the python block, with some code in it") {
+    g::Program::Shape sh;
+    sh.instruct = true;
+    auto h = hook(sh);
+    Stream s;
+    for (const char* p : {"Here is", "\n", "```python\n", "def", " f"})
+      REQUIRE(s.offer(*h, id(p)).kind == Kind::Accept);
+    CHECK_FALSE(keep(*h, s));  // only the empty block was complete: no opinion
+    for (const char* p : {"(x)", ":", "\n", "    return", " x", "\n", "def", " f", "("})
+      REQUIRE(s.offer(*h, id(p)).kind == Kind::Accept);
+    REQUIRE(keep(*h, s) == 11u);
+    const std::string kept = s.text.substr(0, s.ends[10]);
+    CHECK(kept == "Here is\n```python\ndef f(x):\n    return x\n");
+    CHECK(vsynth::gramtest::whole(g::Language::Python, kept.substr(kept.find('\n', 8) + 1)));
+    Stream prose;  // an answer cut in its prose is complete as it is
+    auto h2 = hook(sh);
+    REQUIRE(prose.offer(*h2, id("Here is")).kind == Kind::Accept);
+    CHECK_FALSE(keep(*h2, prose));
+  }
 }

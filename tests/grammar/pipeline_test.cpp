@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 
 #include "graph/pipeline.h"
 #include "graph/spec.h"
@@ -231,4 +232,57 @@ TEST_CASE("hook.grammar: unsupported languages, at load and per task", "[grammar
       CHECK(c["finish"] != "hook");
     }
   }
+}
+
+TEST_CASE(
+    "hook.grammar: a budget cut returns the last complete program, trim_incomplete: false "
+    "the cut text",
+    "[grammar][pipeline][trim]") {
+  const std::vector<nlohmann::json> tasks{expr_task("a"), expr_task("b"), expr_task("c"),
+                                          expr_task("d")};
+  const auto trimmed = run(pipeline("pieces, grammar"), tasks);
+  const auto cut = run(pipeline("pieces, grammar", "{ trim_incomplete: false }"), tasks);
+  REQUIRE(trimmed.size() == 4);
+  REQUIRE(cut.size() == 4);
+  std::map<std::string, nlohmann::json> cut_by_id;
+  for (const auto& r : cut) cut_by_id[r["id"]] = r;
+  const val::Checker checker(val::CheckerConfig{});
+  auto parses = [&](const nlohmann::json& c) {
+    val::Program program;
+    program.pieces = {c["code"].get<std::string>()};
+    return checker.syntax(program, "python").status != val::Status::Fail;
+  };
+  int n_trimmed = 0, unparsed_with = 0, unparsed_without = 0;
+  for (const auto& rec : trimmed) {
+    const auto& with = rec["facets"]["candidates"]["candidates"];
+    const auto& without = cut_by_id.at(rec["id"])["facets"]["candidates"]["candidates"];
+    REQUIRE(with.size() == without.size());
+    for (std::size_t i = 0; i < with.size(); ++i) {
+      const auto& w = with[i];
+      const auto& o = without[i];
+      INFO(w.dump() << "\n" << o.dump());
+      // The same generation: the trimmed text is a prefix of the cut one.
+      CHECK(o["text"].get<std::string>().starts_with(w["text"].get<std::string>()));
+      CHECK(w["finish"] == o["finish"]);
+      CHECK_FALSE(o.contains("trimmed"));
+      if (w["finish"] == "length") {
+        unparsed_with += !parses(w);
+        unparsed_without += !parses(o);
+      }
+      if (!w.contains("trimmed")) {
+        CHECK(w["text"] == o["text"]);
+        continue;
+      }
+      ++n_trimmed;
+      CHECK(w["finish"] == "length");
+      CHECK(w["trimmed"]["by"] == "grammar");
+      CHECK(w["trimmed"]["tokens"].get<int>() == o["tokens"].get<int>() - w["tokens"].get<int>());
+      CHECK(w["finish_detail"].get<std::string>().find("trimmed") != std::string::npos);
+      CHECK(parses(w));  // tree-sitter: the whole program
+      CHECK_FALSE(parses(o));
+    }
+    CHECK(rec["facets"]["grammar_stats"]["candidates"].size() == 16);
+  }
+  CHECK(n_trimmed >= 2);
+  CHECK(unparsed_with < unparsed_without);
 }

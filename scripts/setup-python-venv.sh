@@ -23,21 +23,6 @@ if [ -x "$venv/bin/python" ]; then
     rm -rf "$venv"
   fi
 fi
-if [ ! -x "$venv/bin/python" ]; then
-  echo "setup-python-venv: making $venv from $python ($want_version)"
-  "$python" -m venv "$venv"
-fi
-missing=0
-while read -r line; do
-  case "$line" in ''|\#*) continue ;; esac
-  name=${line%%==*}
-  want=${line#*==}
-  have=$("$venv/bin/python" -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)
-  [ "$have" = "$want" ] || missing=1
-done < "$req"
-if [ "$missing" = 1 ]; then
-  echo "setup-python-venv: installing $(grep -v '^#' "$req" | tr '\n' ' ')"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
-else
-  echo "setup-python-venv: $venv has every pin of tests/python/requirements.txt"
-fi
+# shellcheck source=lib/pinned-venv.sh
+. "$here/lib/pinned-venv.sh"
+pinned_venv setup-python-venv "$venv" "$req" "$python"

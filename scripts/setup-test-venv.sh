@@ -11,22 +11,6 @@ venv="$root/.venv-test"
 req="$root/tests/serve/requirements.txt"
 python=${PYTHON:-python3}
 
-if [ ! -x "$venv/bin/python" ]; then
-  echo "setup-test-venv: making $venv"
-  "$python" -m venv "$venv"
-fi
-# Every `name==version` line of the requirements, already installed?
-missing=0
-while read -r line; do
-  case "$line" in ''|\#*) continue ;; esac
-  name=${line%%==*}
-  want=${line#*==}
-  have=$("$venv/bin/python" -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)
-  [ "$have" = "$want" ] || missing=1
-done < "$req"
-if [ "$missing" = 1 ]; then
-  echo "setup-test-venv: installing $(grep -v '^#' "$req" | tr '\n' ' ')"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
-else
-  echo "setup-test-venv: $venv has every pin of tests/serve/requirements.txt"
-fi
+# shellcheck source=lib/pinned-venv.sh
+. "$here/lib/pinned-venv.sh"
+pinned_venv setup-test-venv "$venv" "$req" "$python"

@@ -248,8 +248,10 @@ TEST_CASE(
   for (const auto& r : cut) cut_by_id[r["id"]] = r;
   const val::Checker checker(val::CheckerConfig{});
   auto parses = [&](const nlohmann::json& c) {
+    // Program holds views: the code string must outlive the check.
+    const std::string code = c["code"].get<std::string>();
     val::Program program;
-    program.pieces = {c["code"].get<std::string>()};
+    program.pieces = {code};
     return checker.syntax(program, "python").status != val::Status::Fail;
   };
   int n_trimmed = 0, unparsed_with = 0, unparsed_without = 0;

@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "kernels/sampler/sampler.h"
 #include "kernels/tokenizer/tokenizer.h"
@@ -91,6 +92,20 @@ class MaskHook {
     (void)view;
     return std::nullopt;
   }
+};
+
+// A hook that ends its sequence at the first sampled token with `why` (finish reason "hook"):
+// what a hook resource hands out for a candidate it cannot serve (an unsupported language, a
+// hook object that could not be made), so that candidate ends saying why and the run goes on.
+class StopHook final : public MaskHook {
+ public:
+  explicit StopHook(std::string why) : why_(std::move(why)) {}
+  HookVerdict after_sample(const DecodeView&, TokenId, std::string_view) override {
+    return HookVerdict::stop(why_);
+  }
+
+ private:
+  std::string why_;
 };
 
 }  // namespace vsynth::kernels

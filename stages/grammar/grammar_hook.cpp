@@ -27,19 +27,6 @@ double percentile(std::vector<float> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
-// A task in a language the resource does not constrain: its candidate ends at once, saying so.
-class Refuse : public kernels::MaskHook {
- public:
-  explicit Refuse(std::string why) : why_(std::move(why)) {}
-  kernels::HookVerdict after_sample(const kernels::DecodeView&, kernels::TokenId,
-                                    std::string_view) override {
-    return kernels::HookVerdict::stop(why_);
-  }
-
- private:
-  std::string why_;
-};
-
 bool word_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          (static_cast<unsigned char>(c) & 0x80) != 0;
@@ -261,7 +248,7 @@ std::unique_ptr<kernels::MaskHook> GrammarHook::make(graph::Item& item,
                                         *lang) != settings_.languages.end();
   if (!listed) {
     if (!settings_.stop_other) return nullptr;
-    return std::make_unique<Refuse>(
+    return std::make_unique<kernels::StopHook>(
         "grammar: language `" + std::string(ctx.language) +
         "` is not supported (supported: " + language_list(settings_.languages) + ")");
   }

@@ -17,19 +17,6 @@ namespace py = pybind11;
 
 namespace {
 
-// A candidate whose Python object could not be made: it ends at its first token with why.
-class FailedHook final : public kernels::MaskHook {
- public:
-  explicit FailedHook(std::string why) : why_(std::move(why)) {}
-  kernels::HookVerdict after_sample(const kernels::DecodeView&, kernels::TokenId,
-                                    std::string_view) override {
-    return kernels::HookVerdict::stop(why_);
-  }
-
- private:
-  std::string why_;
-};
-
 py::dict begin_info(const graph::Item& item, const facets::HookContext& ctx) {
   auto text = [](std::string_view s) {
     return py::reinterpret_steal<py::str>(
@@ -94,7 +81,7 @@ class PythonHookResource final : public facets::DecodingHook {
           hook.attr("begin")(begin_info(item, ctx));
         }
       } catch (py::error_already_set& e) {
-        return std::make_unique<FailedHook>(
+        return std::make_unique<kernels::StopHook>(
             fmt::format("hook.python {}: {} raised:\n{}", name_, phase, format_python_error(e)));
       }
     }

@@ -66,6 +66,12 @@ nlohmann::json CheckVerdict::to_json() const {
     j["cpu_ms"] = round2(run->cpu_ms);
     if (run->out.truncated) j["stdout_truncated"] = true;
     if (run->err.truncated) j["stderr_truncated"] = true;
+    // What the program printed, for a check that did not pass (the report's task table shows
+    // it): the end of each stream, bounded so that records stay small.
+    if (status == Status::Fail || status == Status::Error) {
+      if (!run->out.data.empty()) j["stdout"] = tail_output(run->out.data);
+      if (!run->err.data.empty()) j["stderr"] = tail_output(run->err.data);
+    }
   }
   return j;
 }
@@ -126,6 +132,30 @@ std::string trim_message(std::string_view text, std::size_t max_lines, std::size
   while (!out.empty() && out.back() == '\n') out.pop_back();
   if (cut) out += fmt::format("\n... ({} more bytes)", text.size() - end);
   return out;
+}
+
+std::string tail_output(std::string_view text, std::size_t max_lines, std::size_t max_bytes) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
+    text.remove_suffix(1);
+  }
+  // Phase 1: the start of the last max_lines lines (begin ends on the newline before them).
+  std::size_t begin = text.size();
+  for (std::size_t lines = 0; lines < max_lines && begin > 0; ++lines) {
+    const std::size_t nl = text.rfind('\n', begin - 1);
+    begin = nl == std::string_view::npos ? 0 : nl;
+  }
+  if (begin > 0) ++begin;
+  // Phase 2: at most max_bytes, starting on a UTF-8 boundary.
+  if (text.size() - begin > max_bytes) {
+    begin = text.size() - max_bytes;
+    while (begin < text.size() && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80) {
+      ++begin;
+    }
+  }
+  std::string_view kept = text.substr(begin);
+  while (!kept.empty() && kept.front() == '\n') kept.remove_prefix(1);
+  if (begin == 0) return std::string(kept);
+  return fmt::format("({} earlier bytes) ...\n{}", begin, kept);
 }
 
 }  // namespace vsynth::stages::validation

@@ -74,7 +74,8 @@ class VerdictsFacet : public graph::Facet {
 
   // {language, tests_visibility, attempt, outcome, passed, passed_candidate, candidates: [{index,
   // passed, checks: [{check, status, message, kind, tests, oracle, ms, exit, signal,
-  // timed_out, killed, cpu_ms, stdout_truncated, stderr_truncated, decided (spec)}]}]}
+  // timed_out, killed, cpu_ms, stdout_truncated, stderr_truncated, stdout, stderr (the end of
+  // each stream, failed checks only), decided (spec)}]}]}
   nlohmann::json to_json() const override;
 };
 
@@ -100,5 +101,11 @@ class BestCandidateFacet : public graph::Facet {
 // saying how much was cut.
 std::string trim_message(std::string_view text, std::size_t max_lines = 20,
                          std::size_t max_bytes = 1500);
+
+// Keeps the last `max_lines` lines and `max_bytes` bytes of `text` (from a UTF-8 boundary),
+// saying how much was cut before them: the end of a program's output, where tracebacks and
+// compiler errors finish.
+std::string tail_output(std::string_view text, std::size_t max_lines = 15,
+                        std::size_t max_bytes = 1200);
 
 }  // namespace vsynth::stages::validation

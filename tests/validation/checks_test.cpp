@@ -159,6 +159,21 @@ TEST_CASE("tests: python statements (our schema) report the failing assertion wi
     CHECK(v.message.find("ZeroDivisionError") != std::string::npos);
     CHECK(v.message.find("candidate.py:2") != std::string::npos);
   }
+  SECTION("a failing check's record carries the end of what the program printed") {
+    const CheckVerdict v = run_tests(
+        t, program("import sys\nprint('from stdout')\nprint('from stderr', file=sys.stderr)\n"
+                   "def add(a, b):\n    return a * b\n"));
+    REQUIRE(v.status == Status::Fail);
+    const nlohmann::json j = v.to_json();
+    CHECK(j.value("stdout", "").find("from stdout") != std::string::npos);
+    CHECK(j.value("stderr", "").find("from stderr") != std::string::npos);
+  }
+  SECTION("a passing check's record leaves the output out") {
+    const CheckVerdict v =
+        run_tests(t, program("print('chatty')\ndef add(a, b):\n    return a + b\n"));
+    REQUIRE(v.status == Status::Pass);
+    CHECK_FALSE(v.to_json().contains("stdout"));
+  }
   SECTION("exit() while loading is a failure, not a pass") {
     const CheckVerdict v = run_tests(t, program("import sys\nsys.exit(0)\n"));
     CHECK(v.status == Status::Fail);
@@ -375,6 +390,21 @@ TEST_CASE("spec: the proof facet decides, without it the check is skipped") {
   proof.has_spec = false;  // no spec: nothing was proved
   proof.candidates.clear();
   CHECK(Checker::spec(item).status == Status::Skipped);
+}
+
+TEST_CASE("tail_output keeps the end of long output and says how much it cut") {
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "line " + std::to_string(i) + "\n";
+  const std::string t = tail_output(text, 3, 1000);
+  CHECK(t.rfind("(", 0) == 0);
+  CHECK(t.find("earlier bytes) ...\nline 97\nline 98\nline 99") != std::string::npos);
+  CHECK(t.substr(t.size() - 7) == "line 99");
+  CHECK(tail_output("short\n") == "short");
+  CHECK(tail_output(std::string(5000, 'x'), 20, 100).size() < 130);
+  // Never starts inside a UTF-8 sequence.
+  const std::string u = tail_output("\xC3\xA9\xC3\xA9\xC3\xA9", 20, 3);
+  CHECK(u.substr(u.size() - 2) == "\xC3\xA9");
+  CHECK(u[u.size() - 3] == '\n');
 }
 
 TEST_CASE("trim_message keeps the head of long output and says how much it cut") {

@@ -96,6 +96,8 @@ const char* const kPageScript = R"JS(
       if (v) (v.checks || []).forEach(function (chk) {
         d.appendChild(el('div', checkLine(chk), chk.status === 'pass' ? 'pass' : (chk.status === 'skipped' ? '' : 'fail')));
         if (chk.message) d.appendChild(el('pre', chk.message));
+        if (chk.stdout) d.appendChild(el('pre', 'stdout:\n' + chk.stdout));
+        if (chk.stderr) d.appendChild(el('pre', 'stderr:\n' + chk.stderr));
       });
       var p = proofs.filter(function (x) { return x.index === i; })[0];
       if (p) {

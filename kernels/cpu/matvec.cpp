@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/cpu/cpu_path_internal.h"
+#include "kernels/cpu/grouped.h"
 #include "kernels/quant/quant_error.h"
 #include "kernels/quant/quantize.h"
 
@@ -99,7 +100,15 @@ struct MatmulKernel {
   size_t act_bytes;                // bytes from one token's activations to the next
 };
 
-MatmulKernel matmul_kernel(const KernelTable& kt, DType t, int64_t k) {
+// Grouped Q8_0 rows take interleaved activations for one token as for many.
+MatmulKernel grouped_kernel(const KernelTable& kt, int64_t k) {
+  return {kt.dot_q8_0_grouped, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k)};
+}
+
+MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w) {
+  const DType t = w.type;
+  const int64_t k = w.cols;
+  if (w.layout == WeightLayout::Q8_0Grouped) return grouped_kernel(kt, k);
   const ActFormat f = detail::act_format(t);
   if (f == ActFormat::F32) {
     return {detail::dot_for(kt, t), kRowKernelCols, nullptr,
@@ -139,7 +148,14 @@ void validate_weight_view(const WeightView& w) {
                      std::to_string(w.rows) + " cols=" + std::to_string(w.cols) +
                      "; rows must be >= 0 and cols a positive multiple of " + std::to_string(be));
   }
-  const size_t need = row_size(w.type, w.cols);
+  const bool grouped = w.layout == WeightLayout::Q8_0Grouped;
+  if (grouped && (w.type != DType::Q8_0 || detail::active_kernels().dot_q8_0_grouped == nullptr)) {
+    throw QuantError(label(w) +
+                     " is in the grouped Q8_0 layout, which needs q8_0 weights and the " +
+                     "avx2 or avx512vnni kernels (type " + type_name(w.type) + ", CPU path " +
+                     detail::active_kernels().name + ")");
+  }
+  const size_t need = grouped ? q8_0_grouped_row_bytes(w.cols) : row_size(w.type, w.cols);
   if (w.row_bytes < need) {
     throw QuantError(label(w) + " has row_bytes=" + std::to_string(w.row_bytes) + " but a " +
                      type_name(w.type) + " row of " + std::to_string(w.cols) + " elements needs " +
@@ -158,14 +174,21 @@ void matvec(const WeightView& w, const float* x, float* y) {
   if (w.rows == 0) return;
   if (x == nullptr || y == nullptr) throw QuantError("matvec on " + label(w) + ": null x or y");
   const KernelTable& kt = detail::active_kernels();
-  const DotFn dot = detail::dot_for(kt, w.type);
-  const ActFormat f = detail::act_format(w.type);
   const int64_t k = w.cols;
+  // The row kernel and its activation format (grouped Q8_0: the interleaved row).
+  MatmulKernel mk{detail::dot_for(kt, w.type), 1, nullptr, 0};
+  if (w.layout == WeightLayout::Q8_0Grouped) {
+    mk = grouped_kernel(kt, k);
+  } else if (const ActFormat f = detail::act_format(w.type); f != ActFormat::F32) {
+    mk.quantize = row_quantizer(kt, f);
+    mk.act_bytes = detail::act_row_bytes(f, k);
+  }
+  const DotFn dot = mk.dot;
 
-  ActBuffer buf(f == ActFormat::F32 ? 0 : detail::act_row_bytes(f, k));
+  ActBuffer buf(mk.act_bytes);
   const void* act = x;
-  if (f != ActFormat::F32) {
-    quantize_acts(row_quantizer(kt, f), x, 1, k, buf.data(), 0);
+  if (mk.quantize != nullptr) {
+    quantize_acts(mk.quantize, x, 1, k, buf.data(), 0);
     act = buf.data();
   }
 
@@ -209,7 +232,7 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
     return;
   }
   const int64_t k = w.cols;
-  const MatmulKernel mk = matmul_kernel(detail::active_kernels(), w.type, k);
+  const MatmulKernel mk = matmul_kernel(detail::active_kernels(), w);
   const DotFn dot = mk.dot;
 
   // Quantize every token's input once.
@@ -301,7 +324,9 @@ void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const std::byte* row = base + static_cast<size_t>(ids[i]) * w.row_bytes;
     float* dst = out + i * w.cols;
-    if (w.type == DType::F16) {
+    if (w.layout == WeightLayout::Q8_0Grouped) {
+      dequantize_grouped_q8_0_row(row, w.cols, dst);
+    } else if (w.type == DType::F16) {
       kt.f16_to_f32(reinterpret_cast<const uint16_t*>(row), dst, w.cols);
     } else {
       dequantize_row(w.type, row, dst, w.cols);

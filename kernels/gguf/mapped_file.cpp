@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -56,6 +57,20 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
   }
   return *this;
+}
+
+void MappedFile::drop_pages(std::span<const std::byte> range) const noexcept {
+  if (data_ == nullptr || range.data() < data_ || range.data() + range.size() > data_ + size_) {
+    return;
+  }
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto lo = reinterpret_cast<std::uintptr_t>(range.data());
+  const auto hi = lo + range.size();
+  const std::uintptr_t first = (lo + page - 1) / page * page, last = hi / page * page;
+  if (first >= last) return;
+  // Read-only MAP_PRIVATE pages never written stay backed by the file: dropping them loses
+  // nothing. Failure only means they stay resident.
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 void MappedFile::release() noexcept {

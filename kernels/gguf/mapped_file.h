@@ -24,6 +24,12 @@ class MappedFile {
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
 
+  // Drops the whole pages inside `range` (a part of bytes()) from this process's resident set
+  // (madvise MADV_DONTNEED): for data the process will not read again, e.g. weights it copied
+  // into another layout. Harmless for this read-only file mapping: a later read maps the pages
+  // again from the file. Ranges outside the mapping are ignored.
+  void drop_pages(std::span<const std::byte> range) const noexcept;
+
  private:
   void release() noexcept;
 

@@ -484,6 +484,10 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   return f;
 }
 
+void GgufFile::drop_pages(std::span<const std::byte> range) const noexcept {
+  if (mapping_) mapping_->drop_pages(range);
+}
+
 GgufFile GgufFile::open_from_memory(std::span<const std::byte> bytes, std::string name) {
   GgufFile f;
   f.source_ = std::make_unique<std::string>(std::move(name));

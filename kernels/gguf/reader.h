@@ -167,6 +167,9 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint64_t file_size() const { return bytes_.size(); }
   std::span<const std::byte> bytes() const { return bytes_; }
+  // MappedFile::drop_pages on the file's mapping; nothing for a file opened from memory (those
+  // bytes are the caller's).
+  void drop_pages(std::span<const std::byte> range) const noexcept;
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the data section
 

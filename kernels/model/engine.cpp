@@ -20,14 +20,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/cpu/cpu_path.h"
+#include "kernels/cpu/grouped.h"
 #include "kernels/cpu/matvec.h"
 #include "kernels/gguf/reader.h"
 #include "kernels/kv/attention.h"
@@ -265,6 +268,7 @@ class ModelImpl final : public Model {
                         " tokens but token_embd only " + std::to_string(cfg_.vocab_size) + " rows");
     }
     if (view) apply_view(*view);
+    group_q8_0_weights();
     arena_.initialize(opt_.threads);
     KvGeometry g;
     g.n_layers = cfg_.n_layers;
@@ -319,9 +323,11 @@ class ModelImpl final : public Model {
 
  private:
   void apply_view(const ModelViewSpec& v);
+  void group_q8_0_weights();
 
   std::shared_ptr<const Model> base_;   // a view's base (destroyed last: the bytes are its)
   std::vector<std::byte> output_copy_;  // a view's gathered output rows
+  std::vector<GroupedWeight> grouped_;  // regrouped Q8_0 matrices that w_ points into
   GgufFile file_;
   ModelConfig cfg_;
   ModelWeights w_;
@@ -799,6 +805,36 @@ void ModelImpl::apply_view(const ModelViewSpec& v) {
     w_.output.data = output_copy_.data();
   }
   w_.total_bytes += bytes(w_.output);
+}
+
+// Regroups every Q8_0 matrix decode and prefill multiply by (kernels/cpu/grouped.h: the same
+// bits in fewer instructions per call). A tied embedding is regrouped once, and get_rows reads
+// the lookup from that copy too. The copies are anonymous memory beside the mapped file (whose
+// Q8_0 pages are dropped from the resident set: RSS stays that of the plain weights). Skipped when
+// the CPU path has no grouped kernel (scalar) and with VSYNTH_Q8_0_GROUPED=0 (for A/B
+// measurements).
+void ModelImpl::group_q8_0_weights() {
+  if (!q8_0_grouping_available()) return;
+  if (const char* env = std::getenv("VSYNTH_Q8_0_GROUPED"); env && std::string_view(env) == "0") {
+    return;
+  }
+  const bool tied = w_.token_embd.data == w_.output.data && w_.token_embd.rows == w_.output.rows;
+  std::vector<std::span<const std::byte>> replaced;  // plain bytes nothing reads any more
+  const auto group = [&](WeightView& m) {
+    if (m.type != DType::Q8_0 || m.layout != WeightLayout::Plain || m.rows == 0) return;
+    grouped_.push_back(group_q8_0(m));
+    replaced.emplace_back(static_cast<const std::byte*>(m.data),
+                          static_cast<size_t>(m.rows) * m.row_bytes);
+    m = grouped_.back().view;
+  };
+  for (LayerWeights& L : w_.layers) {
+    for (WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) group(*m);
+  }
+  group(w_.output);
+  if (tied) w_.token_embd = w_.output;
+  // The file's pages of those matrices leave the resident set, so the copies do not double the
+  // weights' memory (an untied embedding still reads its own plain rows: not among `replaced`).
+  for (const auto& r : replaced) file_.drop_pages(r);
 }
 
 std::shared_ptr<Model> make_model_view(const std::shared_ptr<const Model>& base,

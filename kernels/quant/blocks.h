@@ -120,6 +120,16 @@ inline constexpr size_t kQ8A32BytesPerBlock = 40;
 // kernels_x86.inc).
 inline constexpr int kQ8A32ILGroup = 8;
 
+// ---- Grouped Q8_0 weight rows (our own layout, made at load, never stored in files) ----
+//
+// kernels/cpu/grouped.h regroups a Q8_0 matrix for the SIMD tables: each row's nb = k / 32 blocks
+// are padded with zero blocks (codes and scale 0) to nbp as the interleaved activation row above,
+// and each group of 8 blocks stored as its 8 fp16 scales (16 bytes) followed by its 256 codes in
+// the interleaved activation order (code 4i + e of block j at byte 32i + 4j + e); the 4-block
+// tail group as 4 scales (8 bytes) and 128 codes (byte 32(i % 4) + 16(i / 4) + 4j + e).
+// 34 * nbp bytes per row: the same bytes as the plain row when nb is a multiple of 8 or ends in
+// a 4-block tail (every row of the default model).
+
 // Paired with the K-quants (Q4_K, Q5_K, Q6_K): one scale per 256 elements (ggml's Q8_K choice,
 // so a super-block's integer dot needs a single float multiply), sums per 16 elements (the
 // granularity of Q6_K's scales; Q4_K/Q5_K add neighbouring pairs for their 32-element mins).

@@ -74,12 +74,18 @@ struct KernelTable {
   DotFn dot_q4_0_il;
   DotFn dot_q5_0_il;
   DotFn dot_q8_0_il;
+  // Q8_0 weights in the grouped row layout (blocks.h, made at load by kernels/cpu/grouped.h),
+  // on interleaved Q8A32 activation rows, for matvec and matmul alike: bit-identical to
+  // dot_q8_0 / dot_q8_0_il on the plain rows. nullptr where a table has none (scalar): the
+  // engine then keeps the rows plain.
+  DotFn dot_q8_0_grouped;
 };
 
 // Whether every entry of t is set. Tables are written with designated initializers (an entry is
 // named, so it cannot land in a neighbour's slot; GCC's -Wmissing-field-initializers, an error
 // here, catches one left out) and tests/kernels/quant_dot_test.cpp asserts this for every
-// table on every compiler (the optional prefill entries quantize_a32il and dot_*_il excepted). Not
+// table on every compiler (the optional entries quantize_a32il, dot_*_il and dot_q8_0_grouped
+// excepted). Not
 // a static_assert: under -fsanitize=undefined GCC does not treat a function's address compared with
 // nullptr as a constant expression.
 constexpr bool complete(const KernelTable& t) {

@@ -249,6 +249,7 @@ constexpr KernelTable kScalar = {
     .dot_q4_0_il = nullptr,
     .dot_q5_0_il = nullptr,
     .dot_q8_0_il = nullptr,
+    .dot_q8_0_grouped = nullptr,
 };
 
 }  // namespace

@@ -1,0 +1,60 @@
+// The engine regroups its Q8_0 matrices at load (kernels/cpu/grouped.h) for speed only: logits
+// from prefill, prefill_all and decode on the default model (a tied q8_0 embedding, q8_0 attn_v)
+// must be bit-identical with the regrouping turned off (VSYNTH_Q8_0_GROUPED=0), for 1 and 2
+// threads.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/grouped.h"
+#include "tests/kernels/engine_test_util.h"
+#include "tests/test_skip.h"
+
+using namespace vsynth::kernels;
+
+namespace {
+
+struct Logits {
+  std::vector<float> all;  // prefill_all over the prompt, then each decode step's row
+};
+
+Logits run(bool grouped, int threads) {
+  if (grouped) {
+    unsetenv("VSYNTH_Q8_0_GROUPED");
+  } else {
+    setenv("VSYNTH_Q8_0_GROUPED", "0", 1);
+  }
+  ModelOptions o;
+  o.threads = threads;
+  o.context_length = 256;
+  auto m = Model::load(vsynth::test::default_model(), o);
+  unsetenv("VSYNTH_Q8_0_GROUPED");
+  auto seq = m->new_sequence();
+  const std::vector<TokenId> prompt = m->tokenizer().encode("def fibonacci(n):\n    \"\"\"Return");
+  Logits out;
+  const auto first = seq->prefill_all(prompt);
+  out.all.assign(first.begin(), first.end());
+  TokenId next = 1000;
+  for (int step = 0; step < 4; ++step) {
+    const auto row = seq->decode(next);
+    out.all.insert(out.all.end(), row.begin(), row.end());
+    next = static_cast<TokenId>(std::max_element(row.begin(), row.end()) - row.begin());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("engine: grouped q8_0 weights give the plain weights' logits", "[engine][grouped]") {
+  if (!vsynth::test::have_default_model()) VSYNTH_SKIP("the default model is not installed");
+  if (!q8_0_grouping_available()) VSYNTH_SKIP("this CPU path has no grouped q8_0 kernel");
+  for (int threads : {1, 2}) {
+    INFO("threads " << threads);
+    const Logits plain = run(false, threads), grouped = run(true, threads);
+    REQUIRE(plain.all.size() == grouped.all.size());
+    CHECK(std::memcmp(plain.all.data(), grouped.all.data(), sizeof(float) * plain.all.size()) == 0);
+  }
+}

@@ -378,15 +378,18 @@ graph::Task make_task(const Request& r, const Config& c, const Options& o) {
   return graph::Task{r.id, std::move(j)};
 }
 
-// The IDE's warm-up when a file opens: the file as it is, cursor at the first position.
+// The IDE's warm-up when a file opens: the file as the user sees it before the first keystroke
+// (the replayed line not written yet: only its indentation, as make_request gives for 0 typed
+// characters), cursor where the typing will start. The real file would hold the line the user
+// is about to type, which the replay's requests never show.
 graph::Task open_task(const Request& r) {
-  nlohmann::json j = {
-      {"id", r.id + "-open"},
-      {"path", r.file->path},
-      {"language", r.file->language},
-      {"event", "open"},
-      {"source", r.file->text},
-      {"cursor", {{"line", r.replay.line + 1}, {"column", r.replay.column - r.replay.typed + 1}}}};
+  const ReplayRequest before = bench::make_request(r.file->text, r.replay.line, 0);
+  nlohmann::json j = {{"id", r.id + "-open"},
+                      {"path", r.file->path},
+                      {"language", r.file->language},
+                      {"event", "open"},
+                      {"source", before.visible},
+                      {"cursor", {{"line", before.line + 1}, {"column", before.column + 1}}}};
   return graph::Task{r.id + "-open", std::move(j)};
 }
 

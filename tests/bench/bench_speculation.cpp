@@ -16,7 +16,9 @@
 //   ninja -C build bench_speculation
 //   ./build/tests/bench/bench_speculation [--model GGUF] [--threads 2] [--contexts 512,4096]
 //       [--reps 7] [--new 128] [--drafts 2,4,6,8] [--rounds 3] [--skip-cost]
-//       [--self 4:16384,6:32768,9:32768] [--self-drafts 4] [--draft-model GGUF] [out.json]
+//       [--self 4:16384,6:32768,9:32768] [--self-drafts 4] [--draft-model GGUF] [--cost-only]
+//       [out.json]
+//   --cost-only: the cost curve alone (what NgramDrafter::kVerifyCost is read from).
 //   --self L:N,...: self-draft configurations (none: "--self none"); --self-drafts: their
 //   max_draft values; --draft-model: a draft GGUF with the model's vocabulary (drafter model).
 //
@@ -193,7 +195,7 @@ int main(int argc, char** argv) {
   fs::path model_path = root / "models/gemma-3-270m-q4_k_m.gguf";
   int threads = 2, reps = 7, new_tokens = 128, rounds = 3;
   std::vector<int> contexts = {512, 4096}, drafts = {2, 4, 6, 8};
-  bool skip_cost = false;
+  bool skip_cost = false, cost_only = false;
   std::vector<std::pair<int, int>> selfs = {{4, 16384}, {6, 32768}, {9, 32768}};  // (L, N)
   std::vector<int> self_drafts = {4};
   fs::path draft_model_path;
@@ -221,6 +223,8 @@ int main(int argc, char** argv) {
         rounds = to_int(a, next());
       else if (a == "--skip-cost")
         skip_cost = true;
+      else if (a == "--cost-only")
+        cost_only = true;
       else if (a == "--self") {
         selfs.clear();
         const std::string v = next();
@@ -239,6 +243,7 @@ int main(int argc, char** argv) {
       else
         out_path = a;
     }
+    if (skip_cost && cost_only) throw std::invalid_argument("--skip-cost and --cost-only conflict");
     if (threads < 1 || reps < 1 || new_tokens < 2 || rounds < 1 || drafts.empty())
       throw std::invalid_argument("--threads, --reps, --rounds >= 1, --new >= 2, --drafts given");
   } catch (const std::exception& e) {
@@ -284,6 +289,12 @@ int main(int argc, char** argv) {
       std::printf("\n");
       out["cost"].push_back(row);
     }
+  }
+
+  if (cost_only) {
+    std::ofstream(out_path) << out.dump(2) << "\n";
+    std::printf("\nwrote %s\n", out_path.c_str());
+    return 0;
   }
 
   // Phase 2: plain vs speculative decoding, the configurations alternating within each round.

@@ -832,6 +832,9 @@ void ModelImpl::group_q8_0_weights() {
   }
   group(w_.output);
   if (tied) w_.token_embd = w_.output;
+  if (w_.output.layout == WeightLayout::Q8_0Grouped) {
+    std::vector<std::byte>().swap(output_copy_);  // a view's gathered rows, now regrouped
+  }
   // The file's pages of those matrices leave the resident set, so the copies do not double the
   // weights' memory (an untied embedding still reads its own plain rows: not among `replaced`).
   for (const auto& r : replaced) file_.drop_pages(r);

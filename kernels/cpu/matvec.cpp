@@ -89,9 +89,9 @@ detail::QuantizeActFn row_quantizer(const KernelTable& kt, ActFormat f) {
   return f == ActFormat::Q8A32 ? kt.quantize_a32 : kt.quantize_a256;
 }
 
-// How matmul feeds a weight type's dot kernel: the interleaved Q8A32 rows and the table's
-// prefill kernel where it has one (bit-identical to the row kernel, see kernel_table.h), else
-// the row format and kernel matvec uses.
+// How matmul feeds a weight type's dot kernel: the interleaved activations (Q8A32 rows or
+// BlockQ8A256 blocks) and the table's prefill kernel where it has one (bit-identical to the row
+// kernel, see kernel_table.h), else the row format and kernel matvec uses.
 struct MatmulKernel {
   DotFn dot;
   int cols;                        // tokens per dot call (the prefill kernels take kMaxCols)
@@ -106,8 +106,11 @@ MatmulKernel matmul_kernel(const KernelTable& kt, DType t, int64_t k) {
             static_cast<size_t>(k) * sizeof(float)};
   }
   const DotFn il = detail::dot_il_for(kt, t);
-  if (il != nullptr && kt.quantize_a32il != nullptr) {
+  if (f == ActFormat::Q8A32 && il != nullptr && kt.quantize_a32il != nullptr) {
     return {il, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k)};
+  }
+  if (f == ActFormat::Q8A256 && il != nullptr && kt.quantize_a256il != nullptr) {
+    return {il, detail::kMaxCols, kt.quantize_a256il, detail::act_row_bytes(f, k)};
   }
   return {detail::dot_for(kt, t), kRowKernelCols, row_quantizer(kt, f),
           detail::act_row_bytes(f, k)};

@@ -46,6 +46,12 @@ DotFn dot_il_for(const KernelTable& table, DType t) {
       return table.dot_q5_0_il;
     case DType::Q8_0:
       return table.dot_q8_0_il;
+    case DType::Q4_K:
+      return table.dot_q4_k_il;
+    case DType::Q5_K:
+      return table.dot_q5_k_il;
+    case DType::Q6_K:
+      return table.dot_q6_k_il;
     default:
       return nullptr;
   }

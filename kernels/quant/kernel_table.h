@@ -74,14 +74,20 @@ struct KernelTable {
   DotFn dot_q4_0_il;
   DotFn dot_q5_0_il;
   DotFn dot_q8_0_il;
+  // The same for the K-quants, on interleaved BlockQ8A256 blocks (blocks.h; quantize_a256il
+  // writes them, act_row_bytes(ActFormat::Q8A256, k) apart, the plain blocks' size).
+  QuantizeActFn quantize_a256il;
+  DotFn dot_q4_k_il;
+  DotFn dot_q5_k_il;
+  DotFn dot_q6_k_il;
 };
 
 // Whether every entry of t is set. Tables are written with designated initializers (an entry is
 // named, so it cannot land in a neighbour's slot; GCC's -Wmissing-field-initializers, an error
 // here, catches one left out) and tests/kernels/quant_dot_test.cpp asserts this for every
-// table on every compiler (the optional prefill entries quantize_a32il and dot_*_il excepted). Not
-// a static_assert: under -fsanitize=undefined GCC does not treat a function's address compared with
-// nullptr as a constant expression.
+// table on every compiler (the optional prefill entries quantize_a32il, quantize_a256il and
+// dot_*_il excepted). Not a static_assert: under -fsanitize=undefined GCC does not treat a
+// function's address compared with nullptr as a constant expression.
 constexpr bool complete(const KernelTable& t) {
   return t.name != nullptr && t.quantize_a32 != nullptr && t.quantize_a256 != nullptr &&
          t.f16_to_f32 != nullptr && t.f32_to_f16 != nullptr && t.dot_f32 != nullptr &&

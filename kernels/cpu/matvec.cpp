@@ -28,9 +28,10 @@ constexpr size_t kMinTaskBytes = 192 * 1024;
 // matmul tiles: a block of weight rows of ~kTileWeightBytes (L1/L2-resident while every token
 // group of the tile passes over it) by up to kTileTokens tokens (their quantized activations,
 // <= 150 KiB for k = 2048, stay in L2; one group of dot-call columns in L1: kRowKernelCols tokens
-// for the row kernels, <= 6.5 KiB, or kMaxCols for the prefill kernels of the 32-element types,
-// 15 KiB at k = 640). Row blocks hold at most kTileMaxRows rows, the size of the per-tile output
-// staging buffer.
+// for the row kernels, <= 6.5 KiB, or kMaxCols for the prefill kernels, 15 KiB at k = 640 for
+// the 32-element types, 18 KiB at k = 1024 for the K-quants; a K-quant group at k = 2048, 37
+// KiB, is read from L2). Row blocks hold at most kTileMaxRows rows, the size of the per-tile
+// output staging buffer.
 constexpr size_t kTileWeightBytes = 32 * 1024;
 constexpr int64_t kTileTokens = 64;
 constexpr int kRowKernelCols = 8;

@@ -111,7 +111,7 @@ MatmulKernel matmul_kernel(const KernelTable& kt, DType t, int64_t k) {
     return {il, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k)};
   }
   if (f == ActFormat::Q8A256 && il != nullptr && kt.quantize_a256il != nullptr) {
-    return {il, detail::kMaxCols, kt.quantize_a256il, detail::act_row_bytes(f, k)};
+    return {il, detail::kMaxCols, kt.quantize_a256il, detail::act_row_bytes_a256il(k)};
   }
   return {detail::dot_for(kt, t), kRowKernelCols, row_quantizer(kt, f),
           detail::act_row_bytes(f, k)};
@@ -216,14 +216,20 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
   const MatmulKernel mk = matmul_kernel(detail::active_kernels(), w.type, k);
   const DotFn dot = mk.dot;
 
-  // Quantize every token's input once.
+  // Quantize every token's input once, into a 64-byte aligned buffer (the interleaved Q8A256
+  // rows are a multiple of 64 bytes so that their vector loads stay aligned, blocks.h).
   const size_t act_bytes = mk.act_bytes;
   std::unique_ptr<std::byte[]> qbuf;
   const std::byte* act = reinterpret_cast<const std::byte*>(X);
   if (mk.quantize != nullptr) {
-    qbuf.reset(new std::byte[act_bytes * static_cast<size_t>(n)]);
-    quantize_acts(mk.quantize, X, n, k, qbuf.get(), act_bytes);
-    act = qbuf.get();
+    constexpr size_t kAlign = 64;
+    const size_t total = act_bytes * static_cast<size_t>(n);
+    size_t space = total + kAlign - 1;
+    qbuf.reset(new std::byte[space]);
+    void* p = qbuf.get();
+    auto* q = static_cast<std::byte*>(std::align(kAlign, total, p, space));
+    quantize_acts(mk.quantize, X, n, k, q, act_bytes);
+    act = q;
   }
 
   // Tile sizes: row blocks of ~kTileWeightBytes, at least 8 rows and at most kTileMaxRows.

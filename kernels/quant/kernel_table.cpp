@@ -38,6 +38,11 @@ size_t act_row_bytes_a32il(int64_t k) {
   return static_cast<size_t>(padded) * kQ8A32BytesPerBlock;
 }
 
+size_t act_row_bytes_a256il(int64_t k) {
+  const size_t a = kQ8A256ILRowAlign;
+  return (static_cast<size_t>(k / kQKK) * sizeof(BlockQ8A256) + a - 1) / a * a;
+}
+
 DotFn dot_il_for(const KernelTable& table, DType t) {
   switch (t) {
     case DType::Q4_0:

@@ -46,6 +46,10 @@ using QuantizeActFn = void (*)(const float* x, int64_t k, void* out);
 // 32-element weight types, see blocks.h: padded to whole groups of 8 blocks).
 size_t act_row_bytes_a32il(int64_t k);
 
+// Bytes of one interleaved Q8A256 activation row of k elements (the prefill layout of the
+// K-quants, see blocks.h: 292 per 256 elements, padded to kQ8A256ILRowAlign).
+size_t act_row_bytes_a256il(int64_t k);
+
 // n fp16 values -> n floats, and n floats -> n fp16 values (round to nearest even).
 using F16RowFn = void (*)(const uint16_t* x, float* y, int64_t n);
 using F32ToF16RowFn = void (*)(const float* x, uint16_t* y, int64_t n);
@@ -74,8 +78,8 @@ struct KernelTable {
   DotFn dot_q4_0_il;
   DotFn dot_q5_0_il;
   DotFn dot_q8_0_il;
-  // The same for the K-quants, on interleaved BlockQ8A256 blocks (blocks.h; quantize_a256il
-  // writes them, act_row_bytes(ActFormat::Q8A256, k) apart, the plain blocks' size).
+  // The same for the K-quants, on interleaved Q8A256 rows (blocks.h; quantize_a256il writes
+  // them, act_row_bytes_a256il(k) apart).
   QuantizeActFn quantize_a256il;
   DotFn dot_q4_k_il;
   DotFn dot_q5_k_il;

@@ -1,4 +1,4 @@
-// Prefill kernels: the interleaved Q8A32 and BlockQ8A256 activation layouts and the multi-token
+// Prefill kernels: the interleaved Q8A32 and Q8A256 activation rows and the multi-token
 // dot kernels of Q4_0/Q5_0/Q8_0 and Q4_K/Q5_K/Q6_K (kernel_table.h, dot_*_il), bit-identical to
 // the row kernels decode uses, and matmul against matvec at every shape edge of the default model
 // (k = 256, 640, 1024, 2048; rows not a multiple of the tiling; 1..9, 15..17, 63, 64, 65 tokens),
@@ -51,17 +51,18 @@ const std::vector<int64_t> kSuperBlockCounts = {1, 2, 3, 4, 5, 8};
 // interleaved layout (when the table has one), exactly sized (no slack), so a read past the last
 // column shows under ASan.
 struct KActs {
-  size_t bytes;  // per column, both layouts
+  size_t bytes, il_bytes;  // per column
   std::vector<uint8_t> plain, il;
 };
 
 KActs k_acts(const detail::KernelTable& kt, const std::vector<float>& X, int64_t k) {
-  KActs a{detail::act_row_bytes(detail::ActFormat::Q8A256, k), {}, {}};
+  KActs a{
+      detail::act_row_bytes(detail::ActFormat::Q8A256, k), detail::act_row_bytes_a256il(k), {}, {}};
   a.plain.resize(a.bytes * detail::kMaxCols);
-  a.il.resize(a.bytes * detail::kMaxCols);
+  a.il.resize(a.il_bytes * detail::kMaxCols);
   for (int c = 0; c < detail::kMaxCols; ++c) {
     kt.quantize_a256(X.data() + c * k, k, a.plain.data() + c * a.bytes);
-    if (kt.quantize_a256il) kt.quantize_a256il(X.data() + c * k, k, a.il.data() + c * a.bytes);
+    if (kt.quantize_a256il) kt.quantize_a256il(X.data() + c * k, k, a.il.data() + c * a.il_bytes);
   }
   return a;
 }
@@ -149,7 +150,7 @@ TEST_CASE("prefill dot kernels are bit-identical to the row kernels, 1..8 column
   }
 }
 
-TEST_CASE("interleaved BlockQ8A256 blocks hold the plain blocks' codes transposed, scales, sums",
+TEST_CASE("interleaved Q8A256 rows hold the plain blocks' codes transposed, sums and scales",
           "[quant][prefill]") {
   const auto tables = simd_tables();
   if (tables.empty())
@@ -161,22 +162,27 @@ TEST_CASE("interleaved BlockQ8A256 blocks hold the plain blocks' codes transpose
       const int64_t k = 256 * nb;
       std::vector<float> x = random_values(k, static_cast<uint32_t>(70 + nb));
       std::fill(x.begin(), x.begin() + 256, 0.0f);  // an all-zero block (scale 0)
-      std::vector<BlockQ8A256> plain(static_cast<size_t>(nb)), il(static_cast<size_t>(nb));
-      std::memset(static_cast<void*>(il.data()), 0xAB, il.size() * sizeof(BlockQ8A256));
+      std::vector<BlockQ8A256> plain(static_cast<size_t>(nb));
+      const size_t bytes = detail::act_row_bytes_a256il(k);
+      // 292 bytes per super-block, padded to a multiple of 64 (blocks.h).
+      REQUIRE(bytes == static_cast<size_t>((292 * nb + 63) / 64 * 64));
+      std::vector<uint8_t> il(bytes, 0xAB);  // garbage: the padding must be written as zero
       kt->quantize_a256(x.data(), k, plain.data());
       kt->quantize_a256il(x.data(), k, il.data());
+      const auto* qs = reinterpret_cast<const int8_t*>(il.data());
       for (int64_t b = 0; b < nb; ++b) {
-        // blocks.h: code 32L + 4v + e at qs[32v + 4L + e].
+        // blocks.h: code 32L + 4v + e of super-block b at byte 256b + 32v + 4L + e.
         for (int v = 0; v < 8; ++v) {
           for (int L = 0; L < 8; ++L) {
             for (int e = 0; e < 4; ++e) {
-              REQUIRE(il[b].qs[32 * v + 4 * L + e] == plain[b].qs[32 * L + 4 * v + e]);
+              REQUIRE(qs[256 * b + 32 * v + 4 * L + e] == plain[b].qs[32 * L + 4 * v + e]);
             }
           }
         }
-        REQUIRE(std::memcmp(&il[b].d, &plain[b].d, sizeof(float)) == 0);
-        REQUIRE(std::memcmp(il[b].bsums, plain[b].bsums, sizeof plain[b].bsums) == 0);
+        REQUIRE(std::memcmp(il.data() + 256 * nb + 32 * b, plain[b].bsums, 32) == 0);
+        REQUIRE(std::memcmp(il.data() + 288 * nb + 4 * b, &plain[b].d, 4) == 0);
       }
+      for (size_t i = static_cast<size_t>(292 * nb); i < bytes; ++i) REQUIRE(il[i] == 0);
     }
   }
 }
@@ -205,7 +211,7 @@ TEST_CASE("K-quant prefill and row kernels are bit-identical to one column, 1..1
                           << r << " columns " << n);
             const int c0 = kCols - n;
             float yi[kCols], yr[kCols];
-            il(k, w, a.il.data() + c0 * a.bytes, a.bytes, n, yi);
+            il(k, w, a.il.data() + c0 * a.il_bytes, a.il_bytes, n, yi);
             REQUIRE(std::memcmp(yi, y1 + c0, sizeof(float) * static_cast<size_t>(n)) == 0);
             row(k, w, a.plain.data() + c0 * a.bytes, a.bytes, n, yr);
             REQUIRE(std::memcmp(yr, y1 + c0, sizeof(float) * static_cast<size_t>(n)) == 0);
@@ -253,7 +259,7 @@ TEST_CASE("K-quant kernels at the largest codes, scales and activations: no int1
         INFO("table " << kt->name << " type " << name_of(t) << " sign " << sign);
         const KActs a = k_acts(*kt, X, k);
         float yi[detail::kMaxCols], yr[detail::kMaxCols];
-        detail::dot_il_for(*kt, t)(k, w.data(), a.il.data(), a.bytes, detail::kMaxCols, yi);
+        detail::dot_il_for(*kt, t)(k, w.data(), a.il.data(), a.il_bytes, detail::kMaxCols, yi);
         detail::dot_for(*kt, t)(k, w.data(), a.plain.data(), a.bytes, detail::kMaxCols, yr);
         for (int c = 0; c < detail::kMaxCols; ++c) {
           REQUIRE(std::memcmp(&yi[c], &yr[c], sizeof(float)) == 0);

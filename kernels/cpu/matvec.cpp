@@ -29,9 +29,10 @@ constexpr size_t kMinTaskBytes = 192 * 1024;
 // matmul tiles: a block of weight rows of ~kTileWeightBytes (L1/L2-resident while every token
 // group of the tile passes over it) by up to kTileTokens tokens (their quantized activations,
 // <= 150 KiB for k = 2048, stay in L2; one group of dot-call columns in L1: kRowKernelCols tokens
-// for the row kernels, <= 6.5 KiB, or kMaxCols for the prefill kernels of the 32-element types,
-// 15 KiB at k = 640). Row blocks hold at most kTileMaxRows rows, the size of the per-tile output
-// staging buffer.
+// for the row kernels, <= 6.5 KiB, or kMaxCols for the prefill kernels, 15 KiB at k = 640 for
+// the 32-element types, 18 KiB at k = 1024 for the K-quants; a K-quant group at k = 2048, 37
+// KiB, is read from L2). Row blocks hold at most kTileMaxRows rows, the size of the per-tile
+// output staging buffer.
 constexpr size_t kTileWeightBytes = 32 * 1024;
 constexpr int64_t kTileTokens = 64;
 constexpr int kRowKernelCols = 8;
@@ -90,9 +91,9 @@ detail::QuantizeActFn row_quantizer(const KernelTable& kt, ActFormat f) {
   return f == ActFormat::Q8A32 ? kt.quantize_a32 : kt.quantize_a256;
 }
 
-// How matmul feeds a weight type's dot kernel: the interleaved Q8A32 rows and the table's
-// prefill kernel where it has one (bit-identical to the row kernel, see kernel_table.h), else
-// the row format and kernel matvec uses.
+// How matmul feeds a weight type's dot kernel: the interleaved activations (Q8A32 rows or
+// BlockQ8A256 blocks) and the table's prefill kernel where it has one (bit-identical to the row
+// kernel, see kernel_table.h), else the row format and kernel matvec uses.
 struct MatmulKernel {
   DotFn dot;
   int cols;                        // tokens per dot call (the prefill kernels take kMaxCols)
@@ -115,8 +116,11 @@ MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w) {
             static_cast<size_t>(k) * sizeof(float)};
   }
   const DotFn il = detail::dot_il_for(kt, t);
-  if (il != nullptr && kt.quantize_a32il != nullptr) {
+  if (f == ActFormat::Q8A32 && il != nullptr && kt.quantize_a32il != nullptr) {
     return {il, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k)};
+  }
+  if (f == ActFormat::Q8A256 && il != nullptr && kt.quantize_a256il != nullptr) {
+    return {il, detail::kMaxCols, kt.quantize_a256il, detail::act_row_bytes_a256il(k)};
   }
   return {detail::dot_for(kt, t), kRowKernelCols, row_quantizer(kt, f),
           detail::act_row_bytes(f, k)};
@@ -235,14 +239,20 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
   const MatmulKernel mk = matmul_kernel(detail::active_kernels(), w);
   const DotFn dot = mk.dot;
 
-  // Quantize every token's input once.
+  // Quantize every token's input once, into a 64-byte aligned buffer (the interleaved Q8A256
+  // rows are a multiple of 64 bytes so that their vector loads stay aligned, blocks.h).
   const size_t act_bytes = mk.act_bytes;
   std::unique_ptr<std::byte[]> qbuf;
   const std::byte* act = reinterpret_cast<const std::byte*>(X);
   if (mk.quantize != nullptr) {
-    qbuf.reset(new std::byte[act_bytes * static_cast<size_t>(n)]);
-    quantize_acts(mk.quantize, X, n, k, qbuf.get(), act_bytes);
-    act = qbuf.get();
+    constexpr size_t kAlign = 64;
+    const size_t total = act_bytes * static_cast<size_t>(n);
+    size_t space = total + kAlign - 1;
+    qbuf.reset(new std::byte[space]);
+    void* p = qbuf.get();
+    auto* q = static_cast<std::byte*>(std::align(kAlign, total, p, space));
+    quantize_acts(mk.quantize, X, n, k, q, act_bytes);
+    act = q;
   }
 
   // Tile sizes: row blocks of ~kTileWeightBytes, at least 8 rows and at most kTileMaxRows.

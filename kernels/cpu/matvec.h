@@ -3,7 +3,7 @@
 //   matvec:   y = W x                  decode, one token (memory-bound: streams W once)
 //   matmul:   Y = X W^T                prefill, n tokens (X quantized once; tiles of cached
 //                                      weight rows x 64 tokens, each weight block unpacked once
-//                                      for up to 8 tokens at a time)
+//                                      for up to 16 tokens at a time)
 //   get_rows: rows of W as floats      embedding lookup
 //
 // Inputs are quantized to 8 bits per block inside matvec/matmul when the weight type is

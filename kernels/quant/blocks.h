@@ -139,6 +139,22 @@ struct BlockQ8A256 {
   int16_t bsums[16];  // bsums[s] = sum of qs[16s .. 16s + 16)
 };
 
+// The interleaved Q8A256 row, prefill's layout for the K-quants (matmul quantizes every token
+// once, so its layout can suit the multi-token kernels): the codes, block sums and scales of
+// the nb = k / 256 plain blocks, as three arrays, the codes of each super-block transposed as
+// 8 x 8 dwords. With L, v in 0..7 and e in 0..3:
+//   int8_t  qs[nb][256]    at byte 0         qs[b][32v + 4L + e] = code 32L + 4v + e of block b
+//   int16_t bsums[nb][16]  at byte 256 * nb  BlockQ8A256::bsums of block b (element order)
+//   float   d[nb]          at byte 288 * nb  BlockQ8A256::d of block b
+// zero-padded to a multiple of kQ8A256ILRowAlign bytes, so in a buffer aligned to that every
+// 32-byte vector of codes and sums is aligned (a 32-byte load across a cache line costs nearly
+// twice as much: the plain block is 292 bytes). 32-bit lane L of vector v of a super-block then
+// holds four codes of the 32-element stretch L (Q4_K/Q5_K sub-block L; Q6_K sub-block 2L for
+// v < 4, 2L + 1 for v >= 4), so the u8 x s8 dot products of the 8 vectors leave each
+// sub-block's exact integer sum in its own lane, with no horizontal reduction per token (the
+// weights are transposed to match once per super-block, for all tokens; kernels_x86.inc).
+inline constexpr size_t kQ8A256ILRowAlign = 64;
+
 static_assert(sizeof(BlockQ8A256) == 292);
 
 }  // namespace vsynth::kernels

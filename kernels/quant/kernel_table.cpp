@@ -38,6 +38,11 @@ size_t act_row_bytes_a32il(int64_t k) {
   return static_cast<size_t>(padded) * kQ8A32BytesPerBlock;
 }
 
+size_t act_row_bytes_a256il(int64_t k) {
+  const size_t a = kQ8A256ILRowAlign;
+  return (static_cast<size_t>(k / kQKK) * sizeof(BlockQ8A256) + a - 1) / a * a;
+}
+
 DotFn dot_il_for(const KernelTable& table, DType t) {
   switch (t) {
     case DType::Q4_0:
@@ -46,6 +51,12 @@ DotFn dot_il_for(const KernelTable& table, DType t) {
       return table.dot_q5_0_il;
     case DType::Q8_0:
       return table.dot_q8_0_il;
+    case DType::Q4_K:
+      return table.dot_q4_k_il;
+    case DType::Q5_K:
+      return table.dot_q5_k_il;
+    case DType::Q6_K:
+      return table.dot_q6_k_il;
     default:
       return nullptr;
   }

@@ -46,6 +46,10 @@ using QuantizeActFn = void (*)(const float* x, int64_t k, void* out);
 // 32-element weight types, see blocks.h: padded to whole groups of 8 blocks).
 size_t act_row_bytes_a32il(int64_t k);
 
+// Bytes of one interleaved Q8A256 activation row of k elements (the prefill layout of the
+// K-quants, see blocks.h: 292 per 256 elements, padded to kQ8A256ILRowAlign).
+size_t act_row_bytes_a256il(int64_t k);
+
 // n fp16 values -> n floats, and n floats -> n fp16 values (round to nearest even).
 using F16RowFn = void (*)(const uint16_t* x, float* y, int64_t n);
 using F32ToF16RowFn = void (*)(const float* x, uint16_t* y, int64_t n);
@@ -74,6 +78,12 @@ struct KernelTable {
   DotFn dot_q4_0_il;
   DotFn dot_q5_0_il;
   DotFn dot_q8_0_il;
+  // The same for the K-quants, on interleaved Q8A256 rows (blocks.h; quantize_a256il writes
+  // them, act_row_bytes_a256il(k) apart).
+  QuantizeActFn quantize_a256il;
+  DotFn dot_q4_k_il;
+  DotFn dot_q5_k_il;
+  DotFn dot_q6_k_il;
   // Q8_0 weights in the grouped row layout (blocks.h, made at load by kernels/cpu/grouped.h),
   // on interleaved Q8A32 activation rows, for matvec and matmul alike: bit-identical to
   // dot_q8_0 / dot_q8_0_il on the plain rows. nullptr where a table has none (scalar): the
@@ -84,10 +94,9 @@ struct KernelTable {
 // Whether every entry of t is set. Tables are written with designated initializers (an entry is
 // named, so it cannot land in a neighbour's slot; GCC's -Wmissing-field-initializers, an error
 // here, catches one left out) and tests/kernels/quant_dot_test.cpp asserts this for every
-// table on every compiler (the optional entries quantize_a32il, dot_*_il and dot_q8_0_grouped
-// excepted). Not
-// a static_assert: under -fsanitize=undefined GCC does not treat a function's address compared with
-// nullptr as a constant expression.
+// table on every compiler (the optional entries quantize_a32il, quantize_a256il, dot_*_il and
+// dot_q8_0_grouped excepted). Not a static_assert: under -fsanitize=undefined GCC does not treat a
+// function's address compared with nullptr as a constant expression.
 constexpr bool complete(const KernelTable& t) {
   return t.name != nullptr && t.quantize_a32 != nullptr && t.quantize_a256 != nullptr &&
          t.f16_to_f32 != nullptr && t.f32_to_f16 != nullptr && t.dot_f32 != nullptr &&

@@ -249,6 +249,10 @@ constexpr KernelTable kScalar = {
     .dot_q4_0_il = nullptr,
     .dot_q5_0_il = nullptr,
     .dot_q8_0_il = nullptr,
+    .quantize_a256il = nullptr,
+    .dot_q4_k_il = nullptr,
+    .dot_q5_k_il = nullptr,
+    .dot_q6_k_il = nullptr,
     .dot_q8_0_grouped = nullptr,
 };
 

@@ -6,10 +6,9 @@
 //
 // Peaks (GOPS; one multiply-add = 2 ops, as the matmul's 2 * rows * k * tokens):
 //   avx2 int8:  vpmaddubsw + vpmaddwd + vpaddd per 32 u8 x s8 products (what every integer dot
-//               of the avx2 table issues per 32 weights per token; the K-quants' vpmaddwd takes
-//               the sub-block scales instead of ones, same instruction)
-//   vnni int8:  vpdpbusd per 32 products (the avx512vnni table's q4_0/q5_0/q8_0 dots), only
-//               when the CPU has AVX512-VNNI
+//               of the avx2 table issues per 32 weights per token)
+//   vnni int8:  vpdpbusd per 32 products (the avx512vnni table's integer dots), only when the
+//               CPU has AVX512-VNNI
 //   fma f32:    vfmadd231ps per 8 products (the float-weight dots)
 // Each loop runs 12 independent accumulator chains, so only throughput counts. The matmul rows
 // time matmul() on random weights of the model's (type, shape) pairs (model_mats(), read off the
@@ -211,11 +210,9 @@ int main(int argc, char** argv) {
       for (float& v : X) v = normal(rng);
       for (CpuPath path : paths) {
         set_cpu_path(path);
-        // The K-quant dots use maddubs + madd on both tables; q4_0/q5_0/q8_0 use vpdpbusd on
-        // the vnni table.
-        const bool k_quant =
-            m.type == DType::Q4_K || m.type == DType::Q5_K || m.type == DType::Q6_K;
-        const double peak = (path == CpuPath::Avx512Vnni && !k_quant) ? vnni_int8 : avx2_int8;
+        // Every quantized prefill dot (q4_0/q5_0/q8_0 and the K-quants) uses vpdpbusd on the
+        // vnni table and maddubs + madd on the avx2 one.
+        const double peak = path == CpuPath::Avx512Vnni ? vnni_int8 : avx2_int8;
         const double sec = time_matmul(w, X.data(), n, Y.data(), min_seconds);
         const double gops = 2.0 * static_cast<double>(n * m.rows * m.k) / sec / 1e9;
         std::printf("%-6s %4lldx%-5lld %-16s %-10s %6lld %9.3f %8.1f %8.0f%%\n",

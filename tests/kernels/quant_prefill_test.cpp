@@ -1,11 +1,13 @@
-// Prefill kernels: the interleaved Q8A32 activation layout and the multi-token dot kernels of
-// Q4_0/Q5_0/Q8_0 (kernel_table.h, dot_*_il), bit-identical to the row kernels decode uses, and
-// matmul against matvec at every shape edge of the default model (k = 256, 640, 2048; rows not a
-// multiple of the tiling; 1..9, 63, 64, 65 tokens), on every CPU path.
+// Prefill kernels: the interleaved Q8A32 and Q8A256 activation rows and the multi-token
+// dot kernels of Q4_0/Q5_0/Q8_0 and Q4_K/Q5_K/Q6_K (kernel_table.h, dot_*_il), bit-identical to
+// the row kernels decode uses, and matmul against matvec at every shape edge of the default model
+// (k = 256, 640, 1024, 2048; rows not a multiple of the tiling; 1..9, 15..17, 63, 64, 65 tokens),
+// on every CPU path.
 #include <catch2/catch.hpp>
 
 #include <tbb/task_arena.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -41,6 +43,29 @@ constexpr float kZeroF = 0.0f;
 
 const std::vector<int64_t> kBlockCounts = {1,  2,  3,  4,  5,  6,  7,  8,  9, 10,
                                            11, 12, 13, 14, 15, 16, 17, 20, 64};
+
+// K-quant super-blocks per row: one, the default model's k = 1024 and 2048, and odd counts.
+const std::vector<int64_t> kSuperBlockCounts = {1, 2, 3, 4, 5, 8};
+
+// Activation columns for a K-quant dot test: kMaxCols quantized columns in the plain and the
+// interleaved layout (when the table has one), exactly sized (no slack), so a read past the last
+// column shows under ASan.
+struct KActs {
+  size_t bytes, il_bytes;  // per column
+  std::vector<uint8_t> plain, il;
+};
+
+KActs k_acts(const detail::KernelTable& kt, const std::vector<float>& X, int64_t k) {
+  KActs a{
+      detail::act_row_bytes(detail::ActFormat::Q8A256, k), detail::act_row_bytes_a256il(k), {}, {}};
+  a.plain.resize(a.bytes * detail::kMaxCols);
+  a.il.resize(a.il_bytes * detail::kMaxCols);
+  for (int c = 0; c < detail::kMaxCols; ++c) {
+    kt.quantize_a256(X.data() + c * k, k, a.plain.data() + c * a.bytes);
+    if (kt.quantize_a256il) kt.quantize_a256il(X.data() + c * k, k, a.il.data() + c * a.il_bytes);
+  }
+  return a;
+}
 
 }  // namespace
 
@@ -125,14 +150,135 @@ TEST_CASE("prefill dot kernels are bit-identical to the row kernels, 1..8 column
   }
 }
 
+TEST_CASE("interleaved Q8A256 rows hold the plain blocks' codes transposed, sums and scales",
+          "[quant][prefill]") {
+  const auto tables = simd_tables();
+  if (tables.empty())
+    VSYNTH_SKIP("no SIMD path on this CPU: the scalar table has no prefill kernels");
+  for (const detail::KernelTable* kt : tables) {
+    REQUIRE(kt->quantize_a256il != nullptr);
+    for (int64_t nb : kSuperBlockCounts) {
+      INFO("table " << kt->name << " super-blocks " << nb);
+      const int64_t k = 256 * nb;
+      std::vector<float> x = random_values(k, static_cast<uint32_t>(70 + nb));
+      std::fill(x.begin(), x.begin() + 256, 0.0f);  // an all-zero block (scale 0)
+      std::vector<BlockQ8A256> plain(static_cast<size_t>(nb));
+      const size_t bytes = detail::act_row_bytes_a256il(k);
+      // 292 bytes per super-block, padded to a multiple of 64 (blocks.h).
+      REQUIRE(bytes == static_cast<size_t>((292 * nb + 63) / 64 * 64));
+      std::vector<uint8_t> il(bytes, 0xAB);  // garbage: the padding must be written as zero
+      kt->quantize_a256(x.data(), k, plain.data());
+      kt->quantize_a256il(x.data(), k, il.data());
+      const auto* qs = reinterpret_cast<const int8_t*>(il.data());
+      for (int64_t b = 0; b < nb; ++b) {
+        // blocks.h: code 32L + 4v + e of super-block b at byte 256b + 32v + 4L + e.
+        for (int v = 0; v < 8; ++v) {
+          for (int L = 0; L < 8; ++L) {
+            for (int e = 0; e < 4; ++e) {
+              REQUIRE(qs[256 * b + 32 * v + 4 * L + e] == plain[b].qs[32 * L + 4 * v + e]);
+            }
+          }
+        }
+        REQUIRE(std::memcmp(il.data() + 256 * nb + 32 * b, plain[b].bsums, 32) == 0);
+        REQUIRE(std::memcmp(il.data() + 288 * nb + 4 * b, &plain[b].d, 4) == 0);
+      }
+      for (size_t i = static_cast<size_t>(292 * nb); i < bytes; ++i) REQUIRE(il[i] == 0);
+    }
+  }
+}
+
+TEST_CASE("K-quant prefill and row kernels are bit-identical to one column, 1..16 columns",
+          "[quant][prefill]") {
+  const auto tables = simd_tables();
+  if (tables.empty())
+    VSYNTH_SKIP("no SIMD path on this CPU: the scalar table has no prefill kernels");
+  constexpr int kCols = detail::kMaxCols;
+  for (const detail::KernelTable* kt : tables) {
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+      const detail::DotFn row = detail::dot_for(*kt, t), il = detail::dot_il_for(*kt, t);
+      REQUIRE(il != nullptr);
+      for (int64_t nb : kSuperBlockCounts) {
+        const int64_t k = 256 * nb;
+        const QuantMatrix m = make_matrix(t, 4, k, static_cast<uint32_t>(500 + nb));
+        const std::vector<float> X = random_values(kCols * k, static_cast<uint32_t>(nb + 90));
+        const KActs a = k_acts(*kt, X, k);
+        for (int64_t r = 0; r < m.rows; ++r) {
+          const uint8_t* w = m.data.data() + r * m.row_bytes;
+          float y1[kCols];
+          for (int c = 0; c < kCols; ++c) row(k, w, a.plain.data() + c * a.bytes, 0, 1, &y1[c]);
+          for (int n = 1; n <= kCols; ++n) {  // n columns starting at column c0 = kCols - n
+            INFO("table " << kt->name << " type " << name_of(t) << " super-blocks " << nb << " row "
+                          << r << " columns " << n);
+            const int c0 = kCols - n;
+            float yi[kCols], yr[kCols];
+            il(k, w, a.il.data() + c0 * a.il_bytes, a.il_bytes, n, yi);
+            REQUIRE(std::memcmp(yi, y1 + c0, sizeof(float) * static_cast<size_t>(n)) == 0);
+            row(k, w, a.plain.data() + c0 * a.bytes, a.bytes, n, yr);
+            REQUIRE(std::memcmp(yr, y1 + c0, sizeof(float) * static_cast<size_t>(n)) == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("K-quant kernels at the largest codes, scales and activations: no int16 overflow",
+          "[quant][prefill]") {
+  // The AVX2 prefill kernels add several maddubs results in int16 before widening (kRun in
+  // kernels_x86.inc): safe only while codes stay below 16 / 32 / 64. Every code, scale and
+  // activation at its extreme (+127 and -127), against the scalar table, which sums in int32.
+  const auto tables = simd_tables();
+  if (tables.empty())
+    VSYNTH_SKIP("no SIMD path on this CPU: the scalar table has no prefill kernels");
+  const detail::KernelTable& scalar = detail::kernels_for(CpuPath::Scalar);
+  constexpr int64_t k = 512;
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    // 0xFF bytes: the top codes (15, 31, 63) and sc = m = 63; then the fp16 scales, and Q6_K's
+    // signed scales alternating -128 and 127.
+    const size_t rb = row_size(t, k);
+    std::vector<uint8_t> w(rb + 32, 0xFF);
+    for (size_t b = 0; b < rb / row_size(t, 256); ++b) {
+      uint8_t* blk = w.data() + b * row_size(t, 256);
+      const uint16_t one = 0x3C00, half = 0x3800;  // fp16 1.0 and 0.5
+      if (t == DType::Q6_K) {
+        auto* sc = reinterpret_cast<int8_t*>(blk + offsetof(BlockQ6_K, scales));
+        for (int s = 0; s < 16; ++s) sc[s] = static_cast<int8_t>(s % 2 ? 127 : -128);
+        std::memcpy(blk + offsetof(BlockQ6_K, d), &one, 2);
+      } else {
+        std::memcpy(blk, &one, 2);
+        std::memcpy(blk + 2, &half, 2);
+      }
+    }
+    for (float sign : {1.0f, -1.0f}) {
+      std::vector<float> X(static_cast<size_t>(detail::kMaxCols * k), sign);
+      for (int64_t i = 0; i < k; i += 2) X[static_cast<size_t>(i)] = -sign;  // column 0 mixed
+      float ref[detail::kMaxCols];
+      const KActs s = k_acts(scalar, X, k);
+      detail::dot_for(scalar, t)(k, w.data(), s.plain.data(), s.bytes, detail::kMaxCols, ref);
+      for (const detail::KernelTable* kt : tables) {
+        INFO("table " << kt->name << " type " << name_of(t) << " sign " << sign);
+        const KActs a = k_acts(*kt, X, k);
+        float yi[detail::kMaxCols], yr[detail::kMaxCols];
+        detail::dot_il_for(*kt, t)(k, w.data(), a.il.data(), a.il_bytes, detail::kMaxCols, yi);
+        detail::dot_for(*kt, t)(k, w.data(), a.plain.data(), a.bytes, detail::kMaxCols, yr);
+        for (int c = 0; c < detail::kMaxCols; ++c) {
+          REQUIRE(std::memcmp(&yi[c], &yr[c], sizeof(float)) == 0);
+          REQUIRE(std::fabs(yi[c] - ref[c]) <= 1e-5f * std::fabs(ref[c]) + 1e-3f);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul equals matvec per token at the model's shape edges, every path",
           "[quant][prefill][matmul]") {
   // Rows 45 and 300: not multiples of 8 or of the row blocks matmul tiles by; token counts on
-  // both sides of the 8-token groups and the 64-token tiles.
-  const std::vector<int64_t> token_counts = {1, 2, 3, 4, 5, 6, 7, 8, 9, 63, 64, 65};
+  // both sides of the 8- and 16-token groups and the 64-token tiles.
+  const std::vector<int64_t> token_counts = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 63, 64, 65};
   for (DType t : quant_types()) {
-    for (int64_t k : {int64_t{256}, int64_t{640}, int64_t{2048}}) {
+    for (int64_t k : {int64_t{256}, int64_t{640}, int64_t{1024}, int64_t{2048}}) {
       if (k % quant_block_elems(t) != 0) continue;
+      if (k == 1024 && !is_k_quant(t)) continue;  // the K-quants' attn_output width
       for (int64_t rows : {int64_t{45}, int64_t{300}}) {
         if (rows == 300 && k == 2048) continue;  // the large case adds time, not coverage
         const QuantMatrix m = make_matrix(t, rows, k, static_cast<uint32_t>(k + rows));

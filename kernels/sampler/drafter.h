@@ -81,11 +81,13 @@ class NgramDrafter : public Drafter {
   static constexpr double kDecay = 0.8;  // weight of the previous estimate per observed draft
   static constexpr int kProbeEvery = 8;  // matches of a paused n between two probes
   // Time of one verification pass of k = 1 + draft tokens, in decode steps (the cost curve in
-  // docs/performance.md: Gemma 3 270M Q4_K_M, 2 threads, contexts 512 and 4096); the rows of the
-  // 262k-token output projection make every extra token cost about half a decode. Past the
-  // table each token adds kVerifyCostStep.
-  static constexpr double kVerifyCost[] = {1.0, 1.25, 1.7, 2.0, 2.5, 2.95, 3.45, 3.7};
-  static constexpr double kVerifyCostStep = 0.45;
+  // docs/performance.md, 2026-12-03: Gemma 3 270M Q4_K_M, 2 threads, contexts 512 and 4096,
+  // after the multi-column K-quant kernels and the grouped Q8_0 rows, best of 9 rounds, k = 2 kept at
+  // the median's 1.25 so a 20% keep rate still drafts nothing); an extra token costs about a
+  // quarter of a decode (it was ~0.45 with the earlier kernels). Past the table each
+  // token adds kVerifyCostStep.
+  static constexpr double kVerifyCost[] = {1.0, 1.25, 1.45, 1.65, 1.9, 2.25, 2.6, 2.85};
+  static constexpr double kVerifyCostStep = 0.3;
 
   // `prior_rate`: the keep rate assumed before any draft was observed (weighs as two tokens).
   explicit NgramDrafter(double prior_rate = 0.5) {

@@ -148,17 +148,17 @@ TEST_CASE("rewind unindexes the removed tokens, and a shrinking context without 
 }
 
 TEST_CASE("draft length follows the keep rate through the cost curve", "[speculation][drafter]") {
-  // The cost curve's verdicts: one token at an even chance, three when nearly all are kept,
+  // The cost curve's verdicts: two tokens at an even chance, four when nearly all are kept,
   // nothing at 20% (a rejected draft costs more than the kept tokens save).
   double gain = 0;
-  CHECK(NgramDrafter::best_length(0.5, 8, &gain) == 1);
-  CHECK(gain == Approx(1.5 / 1.25));
-  CHECK(NgramDrafter::best_length(0.95, 8, &gain) == 3);
-  CHECK(gain > 1.8);
+  CHECK(NgramDrafter::best_length(0.5, 8, &gain) == 2);
+  CHECK(gain == Approx(1.75 / 1.45));
+  CHECK(NgramDrafter::best_length(0.95, 8, &gain) == 4);
+  CHECK(gain > 2.3);
   CHECK(NgramDrafter::best_length(0.95, 2, &gain) == 2);  // capped by the caller
   NgramDrafter::best_length(0.2, 8, &gain);
   CHECK(gain < 1.0);
-  CHECK(NgramDrafter::verify_cost(9) == Approx(3.7 + 0.45));
+  CHECK(NgramDrafter::verify_cost(9) == Approx(2.85 + 0.3));
 
   // A text that repeats 1..9: every draft is kept, so the rate climbs and the drafts grow.
   NgramDrafter d;
@@ -172,7 +172,7 @@ TEST_CASE("draft length follows the keep rate through the cost curve", "[specula
     d.observe(static_cast<int32_t>(draft.size()), static_cast<int32_t>(draft.size()));
     ctx.insert(ctx.end(), draft.begin(), draft.end());
   }
-  CHECK(lengths.front() == 1);
+  CHECK(lengths.front() == 2);  // the prior's even chance
   CHECK(std::is_sorted(lengths.begin(), lengths.end()));
   CHECK(lengths.back() >= 3);
   CHECK(d.rate(3) > 0.9);

@@ -214,11 +214,15 @@ void pack_panels_into(Panels& out, const float* w, int64_t rows, int64_t cols, i
                       float scale) {
   out.rows = rows;
   out.cols = cols;
-  out.data.assign(size_t(out.panels() * cols * kPanel), 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    float* dst = out.data.data() + (r / kPanel) * cols * kPanel + r % kPanel;
-    const float* src = w + r * ld;
-    for (int64_t k = 0; k < cols; ++k) dst[k * kPanel] = src[k] * scale;
+  out.data.resize(size_t(out.panels() * cols * kPanel));
+  // Written in order (16 source rows read side by side), each panel's padding rows zero.
+  float* dst = out.data.data();
+  for (int64_t q = 0; q < out.panels(); ++q) {
+    const int64_t r0 = q * kPanel, m = std::min(kPanel, rows - r0);
+    for (int64_t k = 0; k < cols; ++k, dst += kPanel) {
+      for (int64_t i = 0; i < m; ++i) dst[i] = w[(r0 + i) * ld + k] * scale;
+      for (int64_t i = m; i < kPanel; ++i) dst[i] = 0.0f;
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/cpu/matvec.h"
 #include "kernels/encoder/bert_config.h"
 #include "kernels/encoder/bert_weights.h"
+#include "kernels/encoder/gemm.h"
 #include "kernels/hash.h"
 #include "kernels/model/vec_math.h"
 
@@ -25,10 +26,14 @@ namespace fs = std::filesystem;
 using encoder_detail::BertLayer;
 using encoder_detail::BertWeights;
 using encoder_detail::LayerNormParams;
+using encoder_detail::Linear;
+using encoder_detail::Panels;
 
 // Bumped when the forward pass changes what it computes, so that caches keyed by the
 // fingerprint are invalidated.
-constexpr std::string_view kForwardVersion = "vsynth-bert-forward-1";
+// 2: F32 linears through the packed GEMM (one FMA chain per output), bias fused, attention
+// scale folded into the keys, GELU's erf by a rational approximation.
+constexpr std::string_view kForwardVersion = "vsynth-bert-forward-2";
 
 // ---- Fingerprint: FNV-1a (64 bit) over what determines an embedding ----
 
@@ -97,17 +102,25 @@ struct Packed {
 
 // Activations of one call (row-major, one row per token): never shared between calls.
 struct Scratch {
-  std::vector<float> x, q, k, v, ctx, tmp;  // [tokens, hidden]
-  std::vector<float> ff;                    // [tokens, intermediate]
+  std::vector<float> x, ctx, tmp;  // [tokens, hidden]
+  std::vector<float> qkv;          // [tokens, 3 hidden]: q | k | v, biases added
+  std::vector<float> ff;           // [tokens, intermediate]
   Scratch(int64_t tokens, int64_t hidden, int64_t inter)
       : x(size_t(tokens * hidden)),
-        q(x.size()),
-        k(x.size()),
-        v(x.size()),
         ctx(x.size()),
         tmp(x.size()),
+        qkv(size_t(tokens * 3 * hidden)),
         ff(size_t(tokens * inter)) {}
 };
+
+// Token rows per task of the F32 layer loop: 6-token GEMM micro-tiles, about four tasks per
+// thread so that a descheduled thread's share is picked up, at most 48 rows (each task streams
+// every weight of the layer once from L2/L3, so fewer, larger tasks read less).
+int64_t token_block(int64_t n) {
+  const int64_t threads = tbb::this_task_arena::max_concurrency();
+  const int64_t want = (n + 4 * threads - 1) / (4 * threads);
+  return std::clamp<int64_t>((want + 5) / 6 * 6, 12, 48);
+}
 
 // Runs fn(t0, t1) over token rows [0, n) in parallel. Every row is computed by the same code
 // whatever the split, so results never depend on the partition or the thread count.
@@ -128,7 +141,7 @@ void add_norm_row(float* x, const float* y, const float* bias, const LayerNormPa
                   int64_t h) {
   double sum = 0.0;
   for (int64_t c = 0; c < h; ++c) {
-    if (y != nullptr) x[c] += y[c] + bias[c];
+    if (y != nullptr) x[c] += bias != nullptr ? y[c] + bias[c] : y[c];
     sum += x[c];
   }
   const double mean = sum / static_cast<double>(h);
@@ -179,8 +192,10 @@ class BertEncoderImpl final : public BertEncoder {
   void check(std::span<const std::vector<int32_t>> batch) const;
   static Packed pack(std::span<const std::vector<int32_t>> inputs);
   void embeddings(const Packed& p, Scratch& s) const;
-  void attention(const BertLayer& l, const Packed& p, Scratch& s) const;
-  void layer(const BertLayer& l, const Packed& p, Scratch& s) const;
+  void attention(const Packed& p, Scratch& s) const;
+  void layers_f32(const Packed& p, Scratch& s) const;
+  void layer_f32_rows(size_t li, int64_t t0, int64_t t1, Scratch& s) const;
+  void layer_q8(const BertLayer& l, const Packed& p, Scratch& s) const;
   void pool(const Packed& p, const Scratch& s, float* out) const;
 
   std::string config_text_;
@@ -249,38 +264,30 @@ void BertEncoderImpl::embeddings(const Packed& p, Scratch& s) const {
 }
 
 // ctx = softmax(Q K^T / sqrt(head_dim)) V per input and head, over that input's tokens only
-// (non-causal; packing leaves no padding keys to mask). One task per (input, head); each calls
-// the kernels with the input's whole length, so its result depends on nothing else. s.q, s.k,
-// s.v hold the projections without their biases: each task adds them to its own slice (and
-// folds the 1/sqrt(head_dim) scale into q), which saves three passes over the batch, each a
-// barrier for every thread.
-void BertEncoderImpl::attention(const BertLayer& l, const Packed& p, Scratch& s) const {
+// (non-causal; packing leaves no padding keys to mask), from s.qkv (biases already added). One
+// task per (input, head), with its own buffers; its result depends on nothing else. Both
+// products go through the packed GEMM: the head's keys (times 1/sqrt(head_dim)) packed as an
+// [n keys, head_dim] weight, its values as a [head_dim, n] one.
+void BertEncoderImpl::attention(const Packed& p, Scratch& s) const {
   const int64_t h = cfg_.hidden, hd = h / cfg_.heads;
+  const size_t ld = size_t(3 * h);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const auto one = [&](int64_t b, int64_t head) {
     const int64_t off = p.offset[size_t(b)], n = p.offset[size_t(b) + 1] - off;
-    const size_t at = size_t(off * h + head * hd);
-    for (int64_t r = 0; r < n; ++r) {
-      const size_t row = at + size_t(r * h);
-      for (int64_t c = 0; c < hd; ++c) {
-        const size_t f = size_t(head * hd + c);
-        s.q[row + size_t(c)] = (s.q[row + size_t(c)] + l.query.bias[f]) * scale;
-        s.k[row + size_t(c)] += l.key.bias[f];
-        s.v[row + size_t(c)] += l.value.bias[f];
-      }
-    }
+    const float* q = s.qkv.data() + size_t(off) * ld + size_t(head * hd);
+    Panels keys, values;
+    encoder_detail::pack_panels_into(keys, q + h, n, hd, int64_t(ld), scale);
+    encoder_detail::pack_panels_transposed(values, q + 2 * h, hd, n, int64_t(ld));
     std::vector<float> S(size_t(n * n));  // [n queries, n keys]
-    vk_.scores(s.q.data() + at, int(n), size_t(h), s.k.data() + at, int(n), size_t(h), int(hd),
-               S.data(), size_t(n));
+    encoder_detail::gemm(keys, q, ld, 0, n, S.data(), size_t(n), nullptr);
     for (int64_t r = 0; r < n; ++r) {
       float* row = S.data() + r * n;
       const float mx = *std::max_element(row, row + n);
       const float inv = 1.0f / vk_.exp_sum(row, mx, row, int(n));
       for (int64_t j = 0; j < n; ++j) row[j] *= inv;
-      std::fill_n(s.ctx.data() + at + size_t(r * h), hd, 0.0f);
     }
-    vk_.accumulate(s.ctx.data() + at, int(n), size_t(h), S.data(), size_t(n), s.v.data() + at,
-                   int(n), size_t(h), int(hd));
+    encoder_detail::gemm(values, S.data(), size_t(n), 0, n,
+                         s.ctx.data() + size_t(off * h + head * hd), size_t(h), nullptr);
   };
   const int64_t tasks = p.inputs() * cfg_.heads;
   tbb::parallel_for(
@@ -291,16 +298,77 @@ void BertEncoderImpl::attention(const BertLayer& l, const Packed& p, Scratch& s)
       tbb::simple_partitioner());
 }
 
-// x = LN(x + Wo . MHA(x));  x = LN(x + W2 . GELU(W1 x)).
-void BertEncoderImpl::layer(const BertLayer& l, const Packed& p, Scratch& s) const {
+// F32 weights: per layer, two parallel loops. Attention needs all of an input's tokens; every
+// other step works on token rows alone, so one loop over token blocks runs a layer's attention
+// output, its norm, the feed-forward, its norm and the next layer's q | k | v for its rows.
+void BertEncoderImpl::layers_f32(const Packed& p, Scratch& s) const {
+  const int64_t n = p.tokens(), tb = token_block(n);
+  const auto rows = [&](auto&& fn) {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, (n + tb - 1) / tb, 1),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t i = r.begin(); i < r.end(); ++i) fn(i * tb, std::min(n, (i + 1) * tb));
+        },
+        tbb::simple_partitioner());
+  };
+  const size_t ld3 = size_t(3 * cfg_.hidden);
+  const Linear& first = w_.layers.front().qkv;
+  rows([&](int64_t t0, int64_t t1) {
+    encoder_detail::gemm(first.packed, s.x.data(), size_t(cfg_.hidden), t0, t1, s.qkv.data(), ld3,
+                         first.bias.data());
+  });
+  for (size_t li = 0; li < w_.layers.size(); ++li) {
+    attention(p, s);
+    rows([&](int64_t t0, int64_t t1) { layer_f32_rows(li, t0, t1, s); });
+  }
+}
+
+// Rows [t0, t1) of layer li after its attention: x = LN(x + Wo ctx + bo);
+// x = LN(x + W2 GELU(W1 x + b1) + b2); then layer li + 1's q | k | v of these rows.
+void BertEncoderImpl::layer_f32_rows(size_t li, int64_t t0, int64_t t1, Scratch& s) const {
+  const BertLayer& l = w_.layers[li];
+  const int64_t h = cfg_.hidden, im = cfg_.intermediate;
+  const float eps = cfg_.layer_norm_eps;
+  const auto norm = [&](const LayerNormParams& ln) {
+    for (int64_t t = t0; t < t1; ++t) {
+      add_norm_row(s.x.data() + t * h, s.tmp.data() + t * h, nullptr, ln, eps, h);
+    }
+  };
+  encoder_detail::gemm(l.attn_out.packed, s.ctx.data(), size_t(h), t0, t1, s.tmp.data(), size_t(h),
+                       l.attn_out.bias.data());
+  norm(l.attn_ln);
+  encoder_detail::gemm(l.up.packed, s.x.data(), size_t(h), t0, t1, s.ff.data(), size_t(im),
+                       l.up.bias.data());
+  encoder_detail::gelu_erf(s.ff.data() + t0 * im, (t1 - t0) * im);
+  encoder_detail::gemm(l.down.packed, s.ff.data(), size_t(im), t0, t1, s.tmp.data(), size_t(h),
+                       l.down.bias.data());
+  norm(l.out_ln);
+  if (li + 1 < w_.layers.size()) {
+    const Linear& next = w_.layers[li + 1].qkv;
+    encoder_detail::gemm(next.packed, s.x.data(), size_t(h), t0, t1, s.qkv.data(), size_t(3 * h),
+                         next.bias.data());
+  }
+}
+
+// Q8_0 weights (kernels/cpu/matvec.h's matmul, its activations quantized per call):
+// x = LN(x + Wo . MHA(x));  x = LN(x + W2 . GELU(W1 x)), one parallel step at a time.
+void BertEncoderImpl::layer_q8(const BertLayer& l, const Packed& p, Scratch& s) const {
   const int64_t n = p.tokens(), h = cfg_.hidden, im = cfg_.intermediate;
   const float eps = cfg_.layer_norm_eps;
 
-  // Phase 1: self-attention and its residual norm.
-  matmul(l.query.w, s.x.data(), n, s.q.data());
-  matmul(l.key.w, s.x.data(), n, s.k.data());
-  matmul(l.value.w, s.x.data(), n, s.v.data());
-  attention(l, p, s);
+  // Phase 1: q, k, v into s.qkv's layout (biases added), self-attention, its residual norm.
+  for (int i = 0; i < 3; ++i) {
+    const Linear& part = i == 0 ? l.query : i == 1 ? l.key : l.value;
+    matmul(part.w, s.x.data(), n, s.tmp.data());
+    for_rows(n, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        float* dst = s.qkv.data() + t * 3 * h + i * h;
+        const float* src = s.tmp.data() + t * h;
+        for (int64_t c = 0; c < h; ++c) dst[c] = src[c] + part.bias[size_t(c)];
+      }
+    });
+  }
+  attention(p, s);
   matmul(l.attn_out.w, s.ctx.data(), n, s.tmp.data());
   for_rows(n, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
@@ -314,10 +382,8 @@ void BertEncoderImpl::layer(const BertLayer& l, const Packed& p, Scratch& s) con
   for_rows(n, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* f = s.ff.data() + t * im;
-      for (int64_t c = 0; c < im; ++c) {
-        const float u = f[c] + l.up.bias[size_t(c)];
-        f[c] = 0.5f * u * (1.0f + std::erf(u * 0.70710678118654752f));
-      }
+      for (int64_t c = 0; c < im; ++c) f[c] += l.up.bias[size_t(c)];
+      encoder_detail::gelu_erf(f, im);
     }
   });
   matmul(l.down.w, s.ff.data(), n, s.tmp.data());
@@ -369,7 +435,11 @@ std::vector<float> BertEncoderImpl::embed(std::span<const std::vector<int32_t>> 
     for (const auto& [b0, b1] : passes) {
       const Packed p = pack(batch.subspan(b0, b1 - b0));
       embeddings(p, s);
-      for (const BertLayer& l : w_.layers) layer(l, p, s);
+      if (opt_.q8_0) {
+        for (const BertLayer& l : w_.layers) layer_q8(l, p, s);
+      } else {
+        layers_f32(p, s);
+      }
       pool(p, s, out.data() + b0 * size_t(h));
     }
   });

@@ -7,9 +7,11 @@
 //              x = LN(x + W2 . GELU(W1 x))               (GELU: the erf form)
 //   e = mean over the input's real tokens of x; e /= |e|
 // Batched: the inputs of a call are packed back to back (no padding rows) and go through each
-// linear layer as one matmul over all their tokens (kernels/cpu/matvec.h); attention runs per
-// input over its own tokens only, so an input's embedding does not depend on what else is in
-// the batch, its order or the thread count (bit for bit; tests/kernels/encoder_test.cpp).
+// linear layer as one matrix product over all their tokens (F32: the encoder's packed-panel GEMM,
+// kernels/encoder/gemm.h, each output one FMA chain in a fixed order; Q8_0: kernels/cpu/
+// matvec.h's matmul); attention runs per input over its own tokens only, so an input's
+// embedding does not depend on what else is in the batch, its order or the thread count (bit
+// for bit; tests/kernels/encoder_test.cpp).
 //
 //   auto enc = BertEncoder::load("models/all-MiniLM-L6-v2", {.threads = 2});
 //   std::vector<float> e = enc->embed(batch_of_token_ids);   // batch.size() x enc->dim()

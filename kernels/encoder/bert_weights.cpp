@@ -83,7 +83,21 @@ Linear bind_linear(const SafetensorsFile& f, const std::string& prefix, int64_t 
   Linear l;
   l.w = weight_view(need(f, prefix + ".weight", {out, in}), out, in, q8_0, w);
   l.bias = copy_floats(need(f, prefix + ".bias", {out}));
+  if (!q8_0) l.packed = pack_panels(static_cast<const float*>(l.w.data), out, in, in);
   return l;
+}
+
+// query | key | value as one [3 hidden, hidden] linear (their packed panels and biases).
+Linear stack_qkv(const BertLayer& l, int64_t h) {
+  std::vector<float> wt(size_t(3 * h * h));
+  Linear s;
+  for (int i = 0; i < 3; ++i) {
+    const Linear& part = i == 0 ? l.query : i == 1 ? l.key : l.value;
+    std::memcpy(wt.data() + size_t(i * h * h), part.w.data, size_t(h * h) * sizeof(float));
+    s.bias.insert(s.bias.end(), part.bias.begin(), part.bias.end());
+  }
+  s.packed = pack_panels(wt.data(), 3 * h, h, h);
+  return s;
 }
 
 }  // namespace
@@ -115,6 +129,7 @@ BertWeights bind_bert_weights(const SafetensorsFile& f, const EncoderConfig& c, 
     l.up = bind_linear(f, p + "intermediate.dense", im, h, q8_0, w);
     l.down = bind_linear(f, p + "output.dense", h, im, q8_0, w);
     l.out_ln = bind_ln(f, p + "output.LayerNorm", h);
+    if (!q8_0) l.qkv = stack_qkv(l, h);
     w.layers.push_back(std::move(l));
   }
   return w;

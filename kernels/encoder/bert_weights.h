@@ -10,13 +10,17 @@
 
 #include "kernels/cpu/matvec.h"
 #include "kernels/encoder/bert.h"
+#include "kernels/encoder/gemm.h"
 #include "kernels/safetensors/reader.h"
 
 namespace vsynth::kernels::encoder_detail {
 
-// y = W x + b; torch's Linear weight [out, in] is WeightView rows = out, cols = in.
+// y = W x + b; torch's Linear weight [out, in] is WeightView rows = out, cols = in. F32
+// weights are also packed into panels for the encoder's own GEMM (gemm.h), which is what the
+// forward pass uses for them; Q8_0 weights go through kernels/cpu/matvec.h's matmul.
 struct Linear {
   WeightView w;
+  Panels packed;            // F32 only: W packed (empty with q8_0)
   std::vector<float> bias;  // [rows]
 };
 
@@ -26,6 +30,9 @@ struct LayerNormParams {
 
 struct BertLayer {
   Linear query, key, value, attn_out;  // [hidden, hidden]
+  // F32 only: query, key and value stacked [3 hidden, hidden] (packed and bias; no view), so one
+  // GEMM makes a token's q | k | v row.
+  Linear qkv;
   LayerNormParams attn_ln;
   Linear up;    // intermediate.dense [intermediate, hidden]
   Linear down;  // output.dense [hidden, intermediate]

@@ -297,8 +297,9 @@ graph::ResourceContract index_contract() {
                        "~/.cache/vsynth/index"),
       graph::P::integer("threads", 0, 0, 1024, "encoder threads; 0: every core"),
       graph::P::boolean("q8_0", false,
-                        "encoder linear weights quantized to Q8_0 at load (faster, slightly "
-                        "different vectors: its own cache)"),
+                        "encoder linear weights quantized to Q8_0 at load (a quarter of their "
+                        "memory; slightly different vectors: its own cache; no faster than F32 "
+                        "on AVX2 CPUs)"),
       graph::P::integer("max_tokens", 256, 8, 512,
                         "encoder tokens per chunk ([CLS]/[SEP] included); longer units are "
                         "split into pieces that repeat their signature"),

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/cpu_path_internal.h"
 #include "kernels/quant/blocks.h"
+#include "kernels/quant/kernel_table.h"
 #include "kernels/quant/quant_error.h"
 #include "kernels/quant/quantize.h"
 
@@ -12,11 +13,10 @@ namespace vsynth::kernels {
 
 namespace {
 
-// Blocks of a grouped row: padded to whole groups of 8, except a tail of exactly 4 blocks
-// (as the interleaved activation row, blocks.h).
+// Blocks of a grouped row: those of the interleaved activation row it is multiplied with
+// (blocks.h: padded to whole groups of 8, except a tail of exactly 4 blocks).
 int64_t grouped_blocks(int64_t k) {
-  const int64_t nb = k / kQK32, g = kQ8A32ILGroup;
-  return nb % g == g / 2 ? nb : (nb + g - 1) / g * g;
+  return static_cast<int64_t>(detail::act_row_bytes_a32il(k) / kQ8A32BytesPerBlock);
 }
 
 // Where block b's scale and its code 4i + e lie in a grouped row of nbp blocks.

@@ -78,12 +78,14 @@ WeightView weight_view(const SafetensorsTensor& t, int64_t rows, int64_t cols, b
   return make_weight_view(DType::Q8_0, rows, cols, w.owned.back().get(), t.name);
 }
 
+// `pack`: F32 weights also packed into GEMM panels (not for query, key and value: the forward
+// pass multiplies by their stacked panels, stack_qkv).
 Linear bind_linear(const SafetensorsFile& f, const std::string& prefix, int64_t out, int64_t in,
-                   bool q8_0, BertWeights& w) {
+                   bool q8_0, BertWeights& w, bool pack = true) {
   Linear l;
   l.w = weight_view(need(f, prefix + ".weight", {out, in}), out, in, q8_0, w);
   l.bias = copy_floats(need(f, prefix + ".bias", {out}));
-  if (!q8_0) l.packed = pack_panels(static_cast<const float*>(l.w.data), out, in, in);
+  if (!q8_0 && pack) l.packed = pack_panels(static_cast<const float*>(l.w.data), out, in, in);
   return l;
 }
 
@@ -121,9 +123,9 @@ BertWeights bind_bert_weights(const SafetensorsFile& f, const EncoderConfig& c, 
   for (int32_t i = 0; i < c.layers; ++i) {
     const std::string p = "encoder.layer." + std::to_string(i) + ".";
     BertLayer l;
-    l.query = bind_linear(f, p + "attention.self.query", h, h, q8_0, w);
-    l.key = bind_linear(f, p + "attention.self.key", h, h, q8_0, w);
-    l.value = bind_linear(f, p + "attention.self.value", h, h, q8_0, w);
+    l.query = bind_linear(f, p + "attention.self.query", h, h, q8_0, w, false);
+    l.key = bind_linear(f, p + "attention.self.key", h, h, q8_0, w, false);
+    l.value = bind_linear(f, p + "attention.self.value", h, h, q8_0, w, false);
     l.attn_out = bind_linear(f, p + "attention.output.dense", h, h, q8_0, w);
     l.attn_ln = bind_ln(f, p + "attention.output.LayerNorm", h);
     l.up = bind_linear(f, p + "intermediate.dense", im, h, q8_0, w);

@@ -20,7 +20,7 @@ namespace vsynth::kernels::encoder_detail {
 // forward pass uses for them; Q8_0 weights go through kernels/cpu/matvec.h's matmul.
 struct Linear {
   WeightView w;
-  Panels packed;            // F32 only: W packed (empty with q8_0)
+  Panels packed;            // F32 only: W packed (empty with q8_0, and for query/key/value)
   std::vector<float> bias;  // [rows]
 };
 

@@ -2,9 +2,8 @@
 // weights packed once into panels, and the exact-GELU row pass, both in a portable and an
 // AVX2/FMA version (per-function target attributes; kernels/cpu/cpu_path.h's active path picks).
 //
-//   Panels p = pack_panels(W, rows, cols, ld);          // W [rows, cols] row-major, once
-//   gemm(p, X, ldx, t0, t1, Y, ldy, bias);              // Y[t][r] = sum_k X[t][k] W[r][k] +
-//   bias[r]
+//   Panels p = pack_panels(W, rows, cols, ld);   // W [rows, cols] row-major, once
+//   gemm(p, X, ldx, t0, t1, Y, ldy, bias);       // Y[t][r] = sum_k X[t][k] W[r][k] + bias[r]
 //
 // Every output element is one fused-multiply-add chain over k = 0, 1, ..., cols-1 in that order,
 // started from 0, then + bias once: the same operations whatever the token range, the tile an

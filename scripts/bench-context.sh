@@ -30,12 +30,15 @@ repos=(
 mkdir -p "$sdists" "$src"
 for entry in "${repos[@]}"; do
   read -r name version sha <<<"$entry"
-  file=$(ls "$sdists" 2>/dev/null | grep -i -E "^${name//-/[-_]}-${version}\.tar\.gz$" | head -n1 || true)
+  # grep reads all of ls (no `| head`: an early exit would SIGPIPE ls under pipefail).
+  file=$(ls "$sdists" 2>/dev/null | grep -i -E "^${name//-/[-_]}-${version}\.tar\.gz$" || true)
+  file=${file%%$'\n'*}
   if [ -z "$file" ]; then
     echo "bench-context: downloading $name $version (sdist) into $sdists"
     "$python" -m pip download --quiet --disable-pip-version-check --no-deps \
       --no-binary "$name" --dest "$sdists" "$name==$version"
-    file=$(ls "$sdists" | grep -i -E "^${name//-/[-_]}-${version}\.tar\.gz$" | head -n1)
+    file=$(ls "$sdists" | grep -i -E "^${name//-/[-_]}-${version}\.tar\.gz$")
+    file=${file%%$'\n'*}
   fi
   got=$(sha256sum "$sdists/$file" | cut -d' ' -f1)
   if [ "$got" != "$sha" ]; then

@@ -200,7 +200,9 @@ for g in "${grammars[@]}"; do
   top=$(sdist_top "$f")
   # scanner.c is optional (c, go, java have none); LICENSE is kept beside the code (MIT).
   mapfile -t grammar_members < <(tar -tzf "$f" | grep -E "^$top/($dir/(parser|scanner)\.c|LICENSE)$" || true)
-  printf '%s\n' "${grammar_members[@]}" | grep -q "/$dir/parser.c$" || die "$f has no $dir/parser.c"
+  # A pattern test, not `printf | grep -q`: bash writes each printf line separately, so a grep
+  # that quits at its first match can SIGPIPE the printf, which pipefail reports as a failure.
+  [[ " ${grammar_members[*]} " == *"/$dir/parser.c "* ]] || die "$f has no $dir/parser.c"
   tar -xzf "$f" -C "$unpack" "${grammar_members[@]}"
   src="$unpack/$top/$dir"
   abi=$(sed -n 's/^#define LANGUAGE_VERSION \([0-9][0-9]*\).*/\1/p;T;q' "$src/parser.c")

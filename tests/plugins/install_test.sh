@@ -12,6 +12,14 @@ fail() {
   echo "FAIL: $*" >&2
   exit 1
 }
+# prints TEXT CMD...: CMD succeeds and its output holds TEXT. Not `CMD | grep -q`: under pipefail
+# a grep that quits at the first match can SIGPIPE CMD (tests/scripts/pipefail_lint.sh).
+prints() {
+  local text=$1 out
+  shift
+  out=$("$@") || return 1
+  grep -qF -- "$text" <<<"$out"
+}
 # Configures and builds an out-of-tree project against $PREFIX, through ccache when there is one.
 build_against_prefix() {
   local src=$1 dir=$2
@@ -51,7 +59,7 @@ headers)
   pc_dir=$(dirname "$(ls "$PREFIX"/lib*/pkgconfig/vsynth.pc)")
   export PKG_CONFIG_PATH=$pc_dir
   [ "$(pkg-config --modversion vsynth)" = "$(version)" ] || fail "vsynth.pc version"
-  pkg-config --libs vsynth | grep -q -- "-lvsynth" || fail "vsynth.pc libs"
+  prints "-lvsynth" pkg-config --libs vsynth || fail "vsynth.pc libs"
   # shellcheck disable=SC2046
   echo '#include "graph/plugin.h"' | "$CXX" -std=c++20 $(pkg-config --cflags vsynth) -fsyntax-only -x c++ - ||
     fail "graph/plugin.h with pkg-config's flags"
@@ -70,7 +78,7 @@ example)
   unset VSYNTH_PLUGIN_PATH
 
   # Phase 1: the example pipeline validated and run through its `plugins:` entry.
-  "$vsynth" validate "$ex/pipeline.yaml" | grep -q ": ok (2 stages" || fail "validate"
+  prints ": ok (2 stages" "$vsynth" validate "$ex/pipeline.yaml" || fail "validate"
   "$vsynth" run "$ex/pipeline.yaml" -i "$ex/tasks.jsonl" -o "$WORK/out.jsonl" --overwrite -q ||
     fail "run"
   python3 - "$WORK/out.jsonl" <<'PY' || fail "the results"
@@ -90,11 +98,11 @@ PY
   # Phase 2: --plugin and VSYNTH_PLUGIN_PATH; `vsynth stages` names the plugin's file. A plugin
   # named by the pipeline and by the flag is loaded once.
   real=$(readlink -f "$plugin")
-  "$vsynth" stages example.no_network --plugin "$plugin" | grep -qF "plugin: $real" ||
+  prints "plugin: $real" "$vsynth" stages example.no_network --plugin "$plugin" ||
     fail "stages --plugin"
   VSYNTH_PLUGIN_PATH="/nonexistent-but-empty-entries-are-skipped::$WORK/example" \
     "$vsynth" stages example.no_network 2>/dev/null && fail "a missing VSYNTH_PLUGIN_PATH entry was ignored"
-  VSYNTH_PLUGIN_PATH="::$WORK/example" "$vsynth" stages example.no_network | grep -qF "plugin: $real" ||
+  VSYNTH_PLUGIN_PATH="::$WORK/example" prints "plugin: $real" "$vsynth" stages example.no_network ||
     fail "stages with VSYNTH_PLUGIN_PATH"
   "$vsynth" validate "$ex/pipeline.yaml" --plugin "$plugin" >/dev/null || fail "pipeline + --plugin"
 

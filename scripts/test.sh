@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh Debian machine and runs the whole test suite:
-#   1. scripts/setup.sh (apt packages, default model, tree-sitter grammars, golden test models)
+#   1. scripts/setup.sh (apt packages, default model, tree-sitter grammars, golden test models),
+#      then scripts/golden/setup-logits.sh (llama.cpp's logits, the engine tests' reference)
 #   2. a release build (build/) and every ctest test but the GPU-labelled ones
 #   3. an ASan/UBSan build (build-asan/) and the tests under the sanitizers, but those labelled
 #      `slow` (whole-model golden runs, minutes each even unsanitized; they ran in step 2)
@@ -14,6 +15,10 @@ cd "$root"
 jobs=$(nproc)
 
 "$root/scripts/setup.sh"
+# The engine tests' reference: llama.cpp's logits on the default model and the synthetic golden
+# models, written into .cache/golden-logits/ (not committed) with llama-cpp-python from PyPI
+# (tests only, so the main job's setup does not build llama.cpp).
+"$root/scripts/golden/setup-logits.sh"
 
 echo "== release build"
 "$root/scripts/build.sh" build -DCMAKE_BUILD_TYPE=RelWithDebInfo

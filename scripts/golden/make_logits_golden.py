@@ -2,10 +2,13 @@
 """Writes the forward-pass golden files: teacher-forced logits from llama.cpp (through
 llama-cpp-python) that tests/kernels/engine_golden_test.cpp compares our engine against.
 
-  tests/data/golden/logits_gemma3.bin        the default model on >= 2k tokens of the code corpus
-  tests/data/golden/logits_llama_synth.bin   a tiny random llama GGUF
-  tests/data/golden/logits_qwen2_synth.bin   a tiny random qwen2 GGUF (tied output, q/k/v biases)
-  tests/data/golden/logits_golden.json       what each file holds and how it was made
+  .cache/golden-logits/logits_gemma3.bin        the default model on >= 2k tokens of the code corpus
+  .cache/golden-logits/logits_llama_synth.bin   a tiny random llama GGUF
+  .cache/golden-logits/logits_qwen2_synth.bin   a tiny random qwen2 GGUF (tied output, q/k/v biases)
+  .cache/golden-logits/logits_golden.json       what each file holds and how it was made
+
+Not committed (llama.cpp's output on a model): scripts/test.sh makes them on each machine
+through scripts/golden/setup-logits.sh, with llama-cpp-python from PyPI.
 
 The synthetic models themselves (< 200 KB each) are not committed: this script writes them with
 the `gguf` package from fixed numpy seeds, byte for byte the same with the versions pinned in
@@ -54,6 +57,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "golden"
 CORPUS = GOLDEN / "corpus"
 MODELS_DIR = ROOT / ".cache" / "golden-models"
+LOGITS_DIR = ROOT / ".cache" / "golden-logits"
 SHA256_MANIFEST = Path(__file__).resolve().parent / "synth_models.sha256"
 DEFAULT_MODEL = "models/gemma-3-270m-q4_k_m.gguf"
 CODE_SUFFIXES = {".py", ".c", ".cpp", ".go", ".java", ".js", ".ts", ".rs"}
@@ -130,7 +134,7 @@ def gemma_case(model: Path) -> dict:
         sys.exit(f"corpus gives only {len(ids)} tokens; need {GEMMA_TOKENS}")
     tokens = ids[:GEMMA_TOKENS]
     scores = teacher_forced(model, tokens, n_ctx=GEMMA_TOKENS)
-    rec = write_logits(GOLDEN / "logits_gemma3.bin", tokens, scores,
+    rec = write_logits(LOGITS_DIR / "logits_gemma3.bin", tokens, scores,
                        full_pos=[700, GEMMA_TOKENS - 1])
     rec.update({"model": DEFAULT_MODEL, "n_ctx": GEMMA_TOKENS,
                 "text": "code files of tests/data/golden/corpus/ in name order joined by '\\n', "
@@ -305,7 +309,7 @@ def synth_case(arch: str) -> dict:
     rng = np.random.default_rng(p["seed"] + 1)
     tokens = [1] + [int(t) for t in rng.integers(3, p["vocab"], size=p["tokens"] - 1)]
     scores = teacher_forced(model, tokens, n_ctx=p["ctx"])
-    rec = write_logits(GOLDEN / f"logits_{arch}_synth.bin", tokens, scores,
+    rec = write_logits(LOGITS_DIR / f"logits_{arch}_synth.bin", tokens, scores,
                        full_pos=[0, p["tokens"] // 2, p["tokens"] - 1])
     rec.update({"model": str(model.relative_to(ROOT)), "n_ctx": p["ctx"], "synth": model_rec,
                 "text": "BOS then random ids in [3, vocab) from numpy default_rng(seed + 1)"})
@@ -340,7 +344,8 @@ def main() -> int:
 
     import llama_cpp
 
-    manifest_path = GOLDEN / "logits_golden.json"
+    LOGITS_DIR.mkdir(parents=True, exist_ok=True)
+    manifest_path = LOGITS_DIR / "logits_golden.json"
     doc = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     doc["generator"] = "scripts/golden/make_logits_golden.py via scripts/golden/regen.sh"
     doc["llama_cpp_python"] = llama_cpp.__version__

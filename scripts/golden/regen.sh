@@ -12,7 +12,8 @@
 # `tokenizers`; runs in .venv-golden/ (numpy) with tokenizers==0.23.3 added; ~30 s. The full
 # regen (not --skip-model) runs it last.
 #
-# Logits goldens (make_logits_golden.py): teacher-forced llama.cpp logits on the default model
+# Logits goldens (make_logits_golden.py, into .cache/golden-logits/, not committed; test.sh
+# makes them through setup-logits.sh): teacher-forced llama.cpp logits on the default model
 # (~5 minutes on 2 cores) and on two tiny synthetic GGUFs the script writes from fixed seeds
 # into .cache/golden-models/ (not committed; their sha256 is pinned in synth_models.sha256,
 # which a run rewrites when the models change, and gguf/numpy in requirements-models.txt).

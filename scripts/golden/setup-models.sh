@@ -3,8 +3,8 @@
 # engine_golden_test.cpp) into .cache/golden-models/ (git-ignored): model_llama_synth.gguf and
 # model_qwen2_synth.gguf, tiny random-weight GGUFs that make_logits_golden.py --models-only
 # generates from fixed numpy seeds. They are not committed; their sha256 is, in
-# synth_models.sha256, and the logits goldens in tests/data/golden/ were computed from exactly
-# those bytes. Run by scripts/setup.sh.
+# synth_models.sha256, and the logits goldens (setup-logits.sh, .cache/golden-logits/) come
+# from exactly those bytes. Run by scripts/setup.sh.
 #
 # Idempotent and offline after the first run: when both models are there with the pinned hashes
 # the script only says so. Otherwise it makes .venv-golden/ (git-ignored) with the gguf and numpy

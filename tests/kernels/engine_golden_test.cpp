@@ -1,6 +1,8 @@
 // The forward pass against llama.cpp: teacher-forced logits on the default model (>= 2k tokens
 // of code) and on two tiny synthetic models (llama with GQA and an untied output, qwen2 with
-// q/k/v biases and a tied output). Golden data: scripts/golden/regen.sh (make_logits_golden.py).
+// q/k/v biases and a tied output). Golden data: llama.cpp's logits, written into
+// .cache/golden-logits/ by scripts/test.sh (scripts/golden/setup-logits.sh,
+// make_logits_golden.py), not committed.
 // The synthetic models are not committed: scripts/setup.sh writes them from fixed seeds into
 // .cache/golden-models/ (scripts/golden/setup-models.sh, sha256 pinned); the test fails without
 // them, since CI runs setup first.
@@ -99,7 +101,7 @@ double ratio(std::pair<size_t, size_t> an) {
 
 void check_synth(const std::string& arch, double min_top1, const RelBounds& f16,
                  const RelBounds& int8) {
-  const LogitsGolden g = read_logits_golden(kGoldenDir / ("logits_" + arch + "_synth.bin"));
+  const LogitsGolden g = read_logits_golden(kLogitsGoldenDir / ("logits_" + arch + "_synth.bin"));
   const std::filesystem::path model_path = synth_model(arch);
   auto model = Model::load(model_path, opts(KvType::F16, 512));
   REQUIRE(model->config().vocab_size == static_cast<int32_t>(g.vocab));
@@ -156,7 +158,7 @@ TEST_CASE("engine golden: gemma3 270m on 2.5k tokens of code matches llama.cpp",
           "[engine][golden][model][slow]") {
   if (!vsynth::test::have_default_model()) return;
   const std::filesystem::path model_path = vsynth::test::default_model();
-  const LogitsGolden g = read_logits_golden(kGoldenDir / "logits_gemma3.bin");
+  const LogitsGolden g = read_logits_golden(kLogitsGoldenDir / "logits_gemma3.bin");
   auto f16 = Model::load(model_path, opts(KvType::F16, 4096));
   REQUIRE(f16->config().vocab_size == static_cast<int32_t>(g.vocab));
   const LogitsComparison c = run_golden(*f16, g, 128);
@@ -202,7 +204,7 @@ TEST_CASE("engine golden: gemma3 decode path (token by token, past the sliding w
           "[engine][golden][model][slow]") {
   if (!vsynth::test::have_default_model()) return;
   const std::filesystem::path model_path = vsynth::test::default_model();
-  const LogitsGolden g = read_logits_golden(kGoldenDir / "logits_gemma3.bin");
+  const LogitsGolden g = read_logits_golden(kLogitsGoldenDir / "logits_gemma3.bin");
   auto model = Model::load(model_path, opts(KvType::F16, 4096));
   const LogitsComparison c = run_golden(*model, g, 1, 720);
   WARN(describe("gemma3 f16 KV, decode 720 tokens", c));

@@ -25,6 +25,9 @@ namespace vsynth::kernels::test {
 
 inline const std::filesystem::path kGoldenDir =
     std::filesystem::path(VSYNTH_SOURCE_DIR) / "tests/data/golden";
+// llama.cpp's logits (not committed): scripts/test.sh writes them (golden/setup-logits.sh).
+inline const std::filesystem::path kLogitsGoldenDir =
+    std::filesystem::path(VSYNTH_SOURCE_DIR) / ".cache/golden-logits";
 
 // One logits golden file (layout in make_logits_golden.py's docstring).
 struct LogitsGolden {
@@ -43,7 +46,11 @@ struct LogitsGolden {
 
 inline LogitsGolden read_logits_golden(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
+  if (!in) {
+    throw std::runtime_error("cannot open " + path.string() +
+                             ": run scripts/golden/setup-logits.sh (scripts/test.sh does), which "
+                             "writes llama.cpp's logits there");
+  }
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
   size_t off = 0;
   const auto take = [&](void* dst, size_t n) {

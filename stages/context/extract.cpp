@@ -461,6 +461,10 @@ int32_t Extractor::add_unit(TSNode node, uint32_t first_row, int32_t parent, con
       const std::string doc = doc_line();
       u.signature = store(container_header(file_, node, k.body, u.indent, doc, true));
       u.name_form = store(container_header(file_, node, k.body, u.indent, doc, false));
+    } else if (is_preproc_block(type_of(k.def))) {
+      // Its directive row alone (`#ifndef X_H`): holding one member of an include guard must
+      // not cost the guard's whole header (a license, #defines, includes: hundreds of tokens).
+      u.name_form = rows_text(file_, node_row, node_row);
     }
     units_.push_back(u);
     Context inner = ctx;

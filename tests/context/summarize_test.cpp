@@ -107,6 +107,33 @@ void Widget::run(int times) { while (times--) step(); }
   CHECK(!cpp.unit("ns").close.empty());
 }
 
+TEST_CASE("c: an include guard holds its members by its directive row alone",
+          "[context][summarize]") {
+  Fixture h("g.h", R"(<|>/* Licensed under
+   some license. */
+#ifndef G_H
+#define G_H
+#ifdef WIN32
+#define EXPORT __declspec(dllexport)
+#endif
+#include <stdio.h>
+
+typedef struct {
+  int x;
+} point_t;
+
+#endif
+)");
+  const Unit& guard = h.unit("G_H");
+  REQUIRE(guard.container);
+  // Its header (from the license comment to the first member) is what the full form shows;
+  // the name form, what showing a member needs, is the directive row.
+  CHECK(guard.full.find("Licensed") != std::string_view::npos);
+  REQUIRE(guard.has(Form::Name));
+  CHECK(guard.name_form == "#ifndef G_H\n");
+  CHECK(h.unit("point_t").parent == h.index("G_H"));
+}
+
 TEST_CASE("go, java, rust: header up to the body plus a placeholder", "[context][summarize]") {
   Fixture go("s.go", R"(<|>package srv
 

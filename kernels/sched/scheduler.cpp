@@ -56,8 +56,9 @@ struct SchedulerCore {
   std::condition_variable step_cv;  // cancellers wait for the running step
   std::list<std::shared_ptr<Request>> queue;
   bool stop = false, stopped = false, paused = false;
-  std::deque<Clock::time_point> arrivals;
-  double step_ms = 0.0;  // EMA of a step's duration
+  std::deque<Clock::time_point> arrivals;  // new requests' submission times (target_locked)
+  double step_ms = 0.0;                    // EMA of a step's duration
+  WakeSlack wake_slack;                    // how early the gather's timed wait wakes
   // When the thread last became free (the previous step's end): the window counts from here
   // for requests that queued behind a running step, so that the sequences that step just
   // served have the window to submit their next row and join.
@@ -70,7 +71,7 @@ struct SchedulerCore {
   SchedulerStats stats;
   std::thread thread;
 
-  int32_t target_locked() const;
+  int32_t target_locked(Clock::time_point now) const;
   bool served_back_locked() const;
   std::vector<std::shared_ptr<Request>> pick_locked(Clock::time_point now);
   void run_step(std::vector<std::shared_ptr<Request>>& picked);
@@ -81,14 +82,23 @@ struct SchedulerCore {
                                              bool publish);
 };
 
-// Rows expected per step: arrivals over the last kArrivals submissions per ms, times the time
-// from one step's start to the next (the step plus the gather window).
-int32_t SchedulerCore::target_locked() const {
-  if (arrivals.size() < 2) return 1;
-  const double span = ms_between(arrivals.front(), arrivals.back());
-  if (span <= 0.0) return opt.max_rows;
-  const double rate = static_cast<double>(arrivals.size() - 1) / span;
-  const double rows = std::floor(rate * (step_ms + opt.window_ms));
+// Rows the gather waits for: the sequences the previous step served (they come back with their
+// next row) plus the new requests expected before the next step starts: the rate of new
+// requests (submissions from sequences that step did not serve) over the last kArrivals of
+// them, times the step plus the window. The rate is at most one request per time since the
+// newest one, so that a burst (streams starting together) is not taken for a steady rate once
+// it is over. Counting the served sequences' own resubmissions as arrivals, as a plain rate
+// would, expects more rows than there are streams, and every step then waits out the window.
+int32_t SchedulerCore::target_locked(Clock::time_point now) const {
+  double expected_new = 0.0;
+  if (arrivals.size() >= 2) {
+    const double span = ms_between(arrivals.front(), arrivals.back());
+    const double quiet = ms_between(arrivals.back(), now);
+    double rate = span <= 0.0 ? 1e9 : static_cast<double>(arrivals.size() - 1) / span;  // per ms
+    if (quiet > 0.0) rate = std::min(rate, 1.0 / quiet);
+    expected_new = rate * (step_ms + opt.window_ms);
+  }
+  const double rows = static_cast<double>(served.size()) + std::floor(expected_new);
   return static_cast<int32_t>(std::clamp(rows, 1.0, static_cast<double>(opt.max_rows)));
 }
 
@@ -208,12 +218,23 @@ void SchedulerCore::loop() {
       const auto deadline = std::max(oldest, free_since) +
                             std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double, std::milli>(opt.window_ms));
-      const int32_t target = target_locked();
+      const int32_t target = target_locked(Clock::now());
       stats.batch_target = target;
-      work_cv.wait_until(lk, deadline, [&] {
+      const auto wake =
+          deadline -
+          std::chrono::duration_cast<Clock::duration>(
+              std::chrono::duration<double, std::milli>(wake_slack.slack_ms(opt.window_ms)));
+      const Clock::time_point waited_from = Clock::now();
+      const bool ready = work_cv.wait_until(lk, wake, [&] {
         const auto n = static_cast<int32_t>(queue.size());
         return stop || paused || n >= opt.max_rows || (n >= target && served_back_locked());
       });
+      if (!ready) {
+        // Lateness is only measured against a wake-up still ahead when the wait began (after a
+        // pause the window may already be over: no wake-up to be late for).
+        if (wake > waited_from) wake_slack.observe(std::max(0.0, ms_between(wake, Clock::now())));
+        stats.full_windows += 1;
+      }
       if (stop) break;
       if (paused || queue.empty()) continue;
     }
@@ -290,8 +311,10 @@ std::future<std::span<const float>> SchedulerCore::submit(const ScheduledSequenc
     return f;
   }
   r->arrival = Clock::now();
-  arrivals.push_back(r->arrival);
-  if (arrivals.size() > kArrivals) arrivals.pop_front();
+  if (std::find(served.begin(), served.end(), owner) == served.end()) {  // a new request
+    arrivals.push_back(r->arrival);
+    if (arrivals.size() > kArrivals) arrivals.pop_front();
+  }
   stats.submissions += 1;
   queue.push_back(std::move(r));
   work_cv.notify_all();

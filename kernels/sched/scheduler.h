@@ -14,13 +14,15 @@
 // One step: the thread waits for submissions up to `window_ms` after the oldest one, or after
 // the previous step's end for requests that queued behind it (or until as many rows are queued
 // as the batch target and every sequence the previous step served has queued its next row or
-// is gone, or max_rows are queued), then takes rows in this order: requests that
-// waited longer than the window first, then new ones; within each, decode and verify rows
-// before prefills; up to max_rows rows and max_batch_tokens tokens. A prefill longer than
-// prefill_chunk is evaluated one chunk per step (cut on KV block boundaries), so decodes keep
-// flowing while it runs. The batch target follows the arrival rate over the last 100
-// submissions: rate x (step time + window), the rows expected to arrive while one step runs and
-// the next gathers.
+// is gone, or max_rows are queued; the timed wait wakes early by the recent wake-up lateness,
+// WakeSlack, so that a full window ends on time on a loaded machine), then takes rows in this
+// order: requests that waited longer than the window first, then new ones; within each, decode
+// and verify rows before prefills; up to max_rows rows and max_batch_tokens tokens. A prefill
+// longer than prefill_chunk is evaluated one chunk per step (cut on KV block boundaries), so
+// decodes keep flowing while it runs. The batch target is the sequences the previous step
+// served plus the new requests expected while one step runs and the next gathers: the arrival
+// rate of new requests (submissions from sequences that step did not serve) over the last 100
+// of them, at most one per time since the newest, x (step time + window).
 //
 // Determinism: forward_batch gives each row the logits that row gets alone, and chunked
 // prefills equal one prefill, so results depend on the requests only, never on which other
@@ -32,6 +34,7 @@
 // that outlive it evaluate directly on the engine, with the same results.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -63,7 +66,8 @@ struct SchedulerStats {
   int64_t tokens = 0;  // tokens evaluated
   int64_t cancelled = 0;
   double mean_rows = 0.0;    // rows per step, exponential moving average
-  int32_t batch_target = 1;  // rows the gather waits for (arrival rate x step time)
+  int32_t batch_target = 1;  // rows the gather waits for (served + expected new requests)
+  int64_t full_windows = 0;  // gathers that ran to the window's end (rows still expected)
   // Per submission (the last 4096): submission to the start of its first step, and the part of
   // that the window added (from the later of submission and the previous step's end).
   std::vector<double> wait_ms;
@@ -72,7 +76,21 @@ struct SchedulerStats {
 
 namespace detail {
 struct SchedulerCore;
-}
+
+// How early the gather's timed wait wakes before the window ends, so that the thread is running
+// by then: on a loaded machine a timed wait returns late by the OS's wake-up latency, which would
+// otherwise add to every wait that runs the whole window. A decaying maximum of the lateness of
+// the last timed waits (a high-percentile estimate, not a mean), at most half the window.
+class WakeSlack {
+ public:
+  void observe(double late_ms) { est_ms_ = std::max(late_ms, kDecay * est_ms_); }
+  double slack_ms(double window_ms) const { return std::min(est_ms_, window_ms / 2); }
+
+ private:
+  static constexpr double kDecay = 0.9;  // per timed wait
+  double est_ms_ = 0.0;
+};
+}  // namespace detail
 
 class Scheduler {
  public:

@@ -266,3 +266,49 @@ TEST_CASE("scheduler: speculation is turned down when steps hold many rows", "[s
   CHECK(s.stats().steps == 1);
   CHECK(s.suggested_max_draft(6) == 0);  // 6 rows per step >= draft_off_rows (4)
 }
+
+TEST_CASE("scheduler: the gather wakes early by the recent wake-up lateness", "[scheduler]") {
+  detail::WakeSlack w;
+  CHECK(w.slack_ms(5.0) == 0.0);  // nothing observed: wake at the window's end
+  w.observe(2.0);
+  CHECK(w.slack_ms(5.0) == Approx(2.0));
+  w.observe(0.5);  // a punctual wake-up: the estimate decays, it does not drop to the last one
+  CHECK(w.slack_ms(5.0) == Approx(1.8));
+  w.observe(2.4);  // a later one takes over at once
+  CHECK(w.slack_ms(5.0) == Approx(2.4));
+  CHECK(w.slack_ms(4.0) == Approx(2.0));  // never more than half the window
+  for (int i = 0; i < 100; ++i) w.observe(0.0);
+  CHECK(w.slack_ms(5.0) < 0.01);  // a quiet machine goes back to the full window
+}
+
+TEST_CASE("scheduler: streams in lockstep do not wait out the window", "[scheduler]") {
+  // Four streams decoding together: a step runs once each has queued its next row. Their own
+  // resubmissions are not new requests, so the gather expects no more rows than the streams
+  // (counting them as arrivals expected more, and every step waited out the window). The
+  // window is long (1 s) so that a wait to its end is the policy's doing, not this machine's
+  // speed; the start's burst of prefills may be gathered for up to two windows.
+  auto m = tiny("llama");
+  const int vocab = m->config().vocab_size;
+  SchedulerOptions o;
+  o.window_ms = 1000;
+  Scheduler s(m, o);
+  constexpr int kStreams = 4, kTokens = 16;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStreams; ++i) {
+    threads.emplace_back([&, i] {
+      auto seq = s.new_sequence();
+      const std::span<const float> logits =
+          seq->prefill(toks(12, vocab, static_cast<uint32_t>(i + 1)));
+      GenerateOptions g;
+      g.max_new_tokens = kTokens;
+      g.stop_at_eog = false;
+      generate(*seq, s.model().tokenizer(), logits, g);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const SchedulerStats st = s.stats();
+  INFO("steps " << st.steps << " rows " << st.rows << " full windows " << st.full_windows);
+  CHECK(st.full_windows <= 2);
+  CHECK(st.rows == kStreams * kTokens);  // a prefill and kTokens - 1 decodes each
+  CHECK(st.steps < st.rows);             // and they shared steps
+}

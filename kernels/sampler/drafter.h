@@ -59,73 +59,89 @@ struct DraftModel;  // kernels/sampler/model_drafter.h
 std::unique_ptr<Drafter> make_drafter(DrafterKind kind,
                                       std::shared_ptr<const DraftModel> draft = nullptr);
 
-// Prompt lookup / n-gram drafting: find the most recent earlier occurrence of the context's
-// last n tokens (n = 3, then 2, then 1) and propose what followed it there. Code repeats itself
+// Prompt lookup / n-gram drafting: find earlier occurrences of the context's last n tokens
+// (n = 3, then 2, then 1), pick the one whose match extends furthest back (up to kMaxMatch
+// tokens; the newest on ties) and propose what followed it there. Code repeats itself
 // (identifiers, call patterns, boilerplate), so the continuation of an earlier match is often
-// right; prose rarely matches at n >= 2 and then costs nothing.
+// right, and more often the longer the match; prose rarely matches at n >= 2 and then costs
+// nothing.
 //
 // Cost: an index of n-gram -> newest end position with a chain to the previous occurrence
 // (hash chains, as in LZ77), updated incrementally as tokens are appended (O(1) per token and
-// n) and unwound on rewind (O(removed tokens)); a proposal is a few hash lookups plus the copy.
+// n) and unwound on rewind (O(removed tokens)); a lookup walks at most kMaxCandidates
+// occurrences, each compared backwards over at most kMaxMatch tokens.
 //
-// Adaptation, from the loop's observe() calls: each n keeps an estimate of the chance that a
-// drafted token is kept (hits over trials, a geometric model: a draft of d with a kept makes
-// a + 1 trials, or d when all were kept; older drafts weigh less by kDecay per draft). A draft
-// of d tokens then yields sum_{i<=d} rate^i tokens for kVerifyCost[d] decodes' time; the drafter
-// proposes the d <= max_tokens with the best ratio, and nothing when even that is below 1 (plain
-// decoding is cheaper) except one 1-token probe per kProbeEvery matches, to notice when the
-// text starts repeating.
+// Adaptation: a keep-rate estimate per match-length class (1, 2, 3, 4-5, 6-8, 9-15, 16+
+// tokens), learnt from the context itself: every token appended (the prompt's and each accepted
+// one) is a trial for the class of the match that would have predicted it, a hit when that
+// match's continuation is the token (decayed counts, older trials weigh kDecay per trial; a
+// class's estimate starts from the class below it, as two trials' worth, so a match longer than
+// any seen so far is trusted as much as the shorter ones, not reset to the prior). So a
+// repetitive prompt drafts long from the first step, a text that stops repeating stops drafting
+// within a few tokens, and the estimate keeps learning while no draft is made (no probes). A
+// draft of d tokens at rate a yields sum_{i<=d} a^i tokens for kVerifyCost[d] decodes' time; the
+// drafter proposes the d <= max_tokens with the best ratio, and nothing when even that is below
+// 1 (plain decoding is cheaper). observe() adds nothing: the accepted tokens come back as
+// context and the first rejected one is replaced by the target's own token, which is the trial.
 class NgramDrafter : public Drafter {
  public:
-  static constexpr int kMaxN = 3;        // longest n-gram matched
-  static constexpr double kDecay = 0.8;  // weight of the previous estimate per observed draft
-  static constexpr int kProbeEvery = 8;  // matches of a paused n between two probes
+  static constexpr int kMaxN = 3;            // longest n-gram looked up
+  static constexpr int kMaxCandidates = 32;  // occurrences compared per lookup
+  static constexpr int kMaxMatch = 64;       // tokens compared backwards per occurrence
+  static constexpr int kClasses = 7;         // match-length classes (match_class)
+  static constexpr double kDecay = 0.9;      // weight of the previous estimate per trial
   // Time of one verification pass of k = 1 + draft tokens, in decode steps (the cost curve in
   // docs/performance.md, 2026-12-03: Gemma 3 270M Q4_K_M, 2 threads, contexts 512 and 4096,
-  // after the multi-column K-quant kernels and the grouped Q8_0 rows, best of 9 rounds, k = 2 kept at
-  // the median's 1.25 so a 20% keep rate still drafts nothing); an extra token costs about a
+  // after the multi-column K-quant kernels and the grouped Q8_0 rows, best of 9 rounds, k = 2 kept
+  // at the median's 1.25 so a 20% keep rate still drafts nothing); an extra token costs about a
   // quarter of a decode (it was ~0.45 with the earlier kernels). Past the table each
   // token adds kVerifyCostStep.
   static constexpr double kVerifyCost[] = {1.0, 1.25, 1.45, 1.65, 1.9, 2.25, 2.6, 2.85};
   static constexpr double kVerifyCostStep = 0.3;
 
-  // `prior_rate`: the keep rate assumed before any draft was observed (weighs as two tokens).
-  explicit NgramDrafter(double prior_rate = 0.5) {
-    for (Level& lv : levels_) lv.hits = 2.0 * prior_rate;
-    prior_rate_ = prior_rate;
-  }
+  // `prior_rate`: the keep rate assumed before any trial (weighs as two trials).
+  explicit NgramDrafter(double prior_rate = 0.5);
 
   // Verification cost of k tokens (k >= 1) in decode steps.
   static double verify_cost(int k);
   // The draft length in [1, max_tokens] with the most expected tokens per decode-step of cost
   // at keep rate `rate`, and that ratio in `*gain`.
   static int best_length(double rate, int max_tokens, double* gain);
+  // The class of a match of `length` tokens (1..kMaxMatch): 0..kClasses-1.
+  static int match_class(int length);
 
   std::span<const TokenId> propose(std::span<const TokenId> context, int32_t max_tokens) override;
   void observe(int32_t drafted, int32_t accepted) override;
   void rewind(std::size_t length) override;
 
-  // The n of the last non-empty proposal (0: none yet), for tests and traces.
-  int last_n() const { return last_n_; }
-  // The current keep-rate estimate of n-grams of length n (1..kMaxN).
-  double rate(int n) const { return levels_[n].hits / levels_[n].trials; }
+  // The match length behind the last non-empty proposal (0: none yet), for tests and traces.
+  int last_match() const { return last_match_; }
+  // The current keep-rate estimate of matches of `length` tokens.
+  double rate(int length) const { return class_rate(match_class(length)); }
 
  private:
-  struct Level {
+  struct Chains {
     std::unordered_map<uint64_t, int32_t> newest;  // n-gram key -> newest end position
-    std::vector<int32_t> prev;        // [end position] the previous end of the same key, -1: none
-    double hits = 1.0, trials = 2.0;  // decayed counts, from the prior
-    int32_t skipped = 0;              // matches not drafted while paused
+    std::vector<int32_t> prev;  // [end position] the previous end of the same key, -1: none
+  };
+  struct Level {
+    double hits = 0.0, trials = 0.0;  // decayed counts of this class's trials
+  };
+  struct Match {
+    int32_t end = -1;  // the earlier occurrence's end: its continuation starts there
+    int length = 0;    // tokens matched backwards
   };
   uint64_t key(std::size_t end, int n) const;  // the n tokens before `end` in tokens_
   void index_end(std::size_t end);             // n-grams ending at `end` (tokens_[end] exists)
-  int32_t find(std::size_t end, int n) const;  // newest earlier end matching, -1: none
+  Match find(std::size_t end) const;           // best earlier match of the tokens before `end`
+  void calibrate(TokenId next);                // a trial: does the match predict `next`?
+  double class_rate(int c) const;              // the estimate, smoothed towards class c - 1
 
   std::vector<TokenId> tokens_;  // the context indexed so far
-  Level levels_[kMaxN + 1];      // [n], 1..kMaxN
+  Chains chains_[kMaxN + 1];     // [n], 1..kMaxN
+  Level levels_[kClasses];
   std::vector<TokenId> draft_;
-  int last_n_ = 0;
-  int pending_n_ = 0;  // the n of the proposal awaiting observe(), 0: none
+  int last_match_ = 0;
   double prior_rate_ = 0.5;
 };
 

@@ -98,7 +98,7 @@ struct LambdaHook : MaskHook {
 
 }  // namespace
 
-TEST_CASE("the n-gram drafter proposes what followed the newest match of the longest n",
+TEST_CASE("the n-gram drafter proposes what followed the match that reaches furthest back",
           "[speculation][drafter]") {
   NgramDrafter d(1.0);  // a prior keep rate of 1: drafts as long as allowed
   // 1 2 3 4 5 | 9 2 3 7 | 1 2 3: the trigram 1 2 3 occurred at the start (then 4 5), the bigram
@@ -106,17 +106,25 @@ TEST_CASE("the n-gram drafter proposes what followed the newest match of the lon
   const std::vector<TokenId> ctx{1, 2, 3, 4, 5, 9, 2, 3, 7, 1, 2, 3};
   const auto draft = d.propose(ctx, 3);
   CHECK(std::vector<TokenId>(draft.begin(), draft.end()) == std::vector<TokenId>{4, 5, 9});
-  CHECK(d.last_n() == 3);
+  CHECK(d.last_match() == 3);
   // Appending 8: only the unigram "8"... never seen: no draft at all.
   std::vector<TokenId> more = ctx;
   more.push_back(8);
   CHECK(d.propose(more, 3).empty());
   // Appending 3 after "8": the bigram "8 3" is new, the unigram "3" last occurred at index 11
-  // (followed by 8).
+  // (followed by 8): every occurrence matches one token back, so the newest wins.
   more.push_back(3);
   const auto d2 = d.propose(more, 2);
   CHECK(std::vector<TokenId>(d2.begin(), d2.end()) == std::vector<TokenId>{8, 3});
-  CHECK(d.last_n() == 1);
+  CHECK(d.last_match() == 1);
+
+  // Among occurrences of the same trigram, the one whose match extends further back wins over
+  // a newer one: "5 1 2 3" -> 4 at the start, "6 1 2 3" -> 7 later, the context ends "5 1 2 3".
+  NgramDrafter e(1.0);
+  const std::vector<TokenId> c2{5, 1, 2, 3, 4, 6, 1, 2, 3, 7, 5, 1, 2, 3};
+  const auto d3 = e.propose(c2, 1);
+  CHECK(std::vector<TokenId>(d3.begin(), d3.end()) == std::vector<TokenId>{4});
+  CHECK(e.last_match() == 4);
 }
 
 TEST_CASE("a periodic tail extends itself past the context's end", "[speculation][drafter]") {
@@ -172,25 +180,41 @@ TEST_CASE("draft length follows the keep rate through the cost curve", "[specula
     d.observe(static_cast<int32_t>(draft.size()), static_cast<int32_t>(draft.size()));
     ctx.insert(ctx.end(), draft.begin(), draft.end());
   }
-  CHECK(lengths.front() == 2);  // the prior's even chance
+  // The prompt held two kept trials (2 after 1, 3 after 1 2): a keep rate of ~0.78, three tokens.
+  CHECK(lengths.front() == 3);
+  std::string shown;
+  for (std::size_t l : lengths) shown += std::to_string(l) + " ";
+  INFO("lengths " << shown);
   CHECK(std::is_sorted(lengths.begin(), lengths.end()));
   CHECK(lengths.back() >= 3);
-  CHECK(d.rate(3) > 0.9);
-  CHECK(d.rate(1) == Approx(0.5));  // untouched: the trigram always matched first
+  CHECK(d.rate(16) > 0.9);                // the long matches the drafts ran along
+  CHECK(d.rate(1) == Approx(2.0 / 3.0));  // one unigram trial (2 after 1), a hit, + the prior
+}
 
-  // Unigram matches that always fail pause n = 1: it then drafts once per kProbeEvery matches.
+TEST_CASE("the keep rates are learnt from the context, drafted or not", "[speculation][drafter]") {
+  // A prompt that repeats 1..9 five times: its own repetitions are the trials, so the first
+  // proposal already drafts as long as the cost curve pays for at a high keep rate.
+  NgramDrafter d;
+  std::vector<TokenId> ctx;
+  for (int r = 0; r < 5; ++r)
+    for (TokenId t = 1; t <= 9; ++t) ctx.push_back(t);
+  ctx.push_back(1);
+  const auto draft = d.propose(ctx, 8);
+  CHECK(draft.size() >= 4);
+  CHECK(d.rate(16) > 0.9);
+
+  // "1" recurs, never followed by the same token: the unigram's rate falls with every token
+  // appended (no draft needed to learn it), and drafting stops after at most the prior's first
+  // few tries.
   NgramDrafter u;
   std::vector<TokenId> c{1, 2};
   int drafts = 0;
   for (int i = 0; i < 64; ++i) {
-    c.push_back(i % 2 == 0 ? 1 : 100 + i);  // "1" recurs, never followed by the same token
-    if (!u.propose(c, 4).empty()) {
-      ++drafts;
-      u.observe(1, 0);
-    }
+    c.push_back(i % 2 == 0 ? 1 : 100 + i);
+    if (!u.propose(c, 4).empty()) ++drafts;
   }
-  CHECK(drafts >= 4);
-  CHECK(drafts <= 32 / NgramDrafter::kProbeEvery + 6);
+  CHECK(drafts <= 3);
+  CHECK(u.rate(1) < 0.1);  // the prior weighs two trials against ~10 decayed ones
 }
 
 TEST_CASE("greedy speculation on a repeating script equals plain decoding with fewer passes",

@@ -12,7 +12,11 @@ nlohmann::json RetrievedFacet::to_json() const {
         {"lines", {h.first_line, h.last_line}},
         {"score", h.score},
         {"ranks",
-         {{"lexical", h.lexical_rank}, {"dense", h.dense_rank}, {"structural", h.structural_rank}}},
+         {{"lexical", h.lexical_rank},
+          {"dense", h.dense_rank},
+          {"structural", h.structural_rank},
+          {"usage", h.usage_rank},
+          {"local", h.local_rank}}},
     };
     // The text itself stays out of the record (the unit is in the repository at those lines);
     // the flag says that context.deps showed it from the hit rather than the task's files.

@@ -26,7 +26,7 @@ class RetrievedFacet : public graph::Facet {
     uint32_t first_line = 0, last_line = 0;  // 1-based, inclusive: the whole unit
     double score = 0;                        // fused score (reciprocal-rank fusion)
     // 1-based ranks in each list that found it; 0 = not in that list.
-    uint32_t lexical_rank = 0, dense_rank = 0, structural_rank = 0;
+    uint32_t lexical_rank = 0, dense_rank = 0, structural_rank = 0, usage_rank = 0, local_rank = 0;
     // The unit's source rows (first_line..last_line of the file as the index read it), set
     // only when the file is not one of the task's own (its files_field and cursor file):
     // context.deps cannot find such a unit among the task's files, so it shows it from this
@@ -35,8 +35,9 @@ class RetrievedFacet : public graph::Facet {
   };
   std::vector<Hit> hits;  // best first, at most the stage's `top_k`
 
-  // Which path served the search: "fusion" (BM25 + dense + structure), "lexical" (the encoder
-  // or the dense index could not load: BM25 + structure), "none" (no index).
+  // Which path served the search: "fusion" (BM25 + dense + usage + local + structure), "lexical"
+  // (the encoder or the dense index could not load: BM25 + usage + local + structure), "none" (no
+  // index).
   std::string served_by;
   std::string degraded_reason;  // why it is not "fusion", empty otherwise
   double min_score = 0;         // the threshold this task's search used
@@ -44,7 +45,7 @@ class RetrievedFacet : public graph::Facet {
   double ms = 0;  // not in the record, which must not depend on timing
 
   // {served_by, degraded_reason?, min_score, searched_chunks, searched_files,
-  //  hits: [{path, name, kind, lines: [a, b], score, ranks: {lexical, dense, structural},
+  //  hits: [{path, name, kind, lines: [a, b], score, ranks: {lexical, dense, structural, usage},
   //          outside_task?: true (the hit carries its text)}]}
   nlohmann::json to_json() const override;
 };

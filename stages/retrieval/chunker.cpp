@@ -10,6 +10,8 @@
 #include "stages/ast/language.h"
 #include "stages/ast/parsed_file.h"
 #include "stages/context/extract.h"
+#include "stages/retrieval/search.h"
+#include "stages/retrieval/usage.h"
 
 namespace vsynth::stages::retrieval {
 namespace {
@@ -207,6 +209,9 @@ Chunk Chunker::make(const Draft& d, const std::vector<uint32_t>& rows,
     c.text += t;
     if (t.empty() || t.back() != '\n') c.text += '\n';
   }
+  // The piece's own rows only: a container's row (`class Cart(Base):`) is not what it calls.
+  c.calls = called_names(std::string_view(c.text).substr(d.prefix.size()), file_.language().name(),
+                         simple_name(d.name));
   c.tokens = std::min(counter_.count(c.text), options_.max_tokens);
   return c;
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -24,6 +25,7 @@
 #include "stages/retrieval/hash.h"
 #include "stages/retrieval/lexical.h"
 #include "stages/retrieval/terms.h"
+#include "stages/retrieval/usage.h"
 
 namespace vsynth::stages::retrieval {
 namespace {
@@ -32,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 // Bump when anything written by save() changes meaning.
-constexpr int kFormat = 2;  // 2: chunks carry their unit's lines
+constexpr int kFormat = 3;  // 2: chunks carry their unit's lines; 3: and their calls
 
 DenseOptions dense_options(const IndexOptions& o) {
   DenseOptions d;
@@ -125,6 +127,7 @@ struct Index::Impl {
   std::vector<float> vectors;  // slots.size() x dim: exact scores, file means, save
   std::size_t live = 0;
   LexicalIndex lexical;
+  UsageIndex usage;
   std::unique_ptr<DenseIndex> dense;
   FileLevel files;
 
@@ -180,6 +183,7 @@ void Index::Impl::drop_chunk(uint32_t id) {
   Slot& s = slots[id];
   if (!s.live) return;
   lexical.remove(id);
+  usage.remove(id, *s.chunk);
   if (dense) dense->remove(id);
   s = Slot{};
   free.insert(id);
@@ -194,6 +198,7 @@ void Index::Impl::add_chunk(uint32_t id, Chunk chunk, uint64_t hash,
   s.chunk = std::make_shared<const Chunk>(std::move(chunk));
   s.text_hash = hash;
   lexical.add(id, terms);
+  usage.add(id, *s.chunk);
   if (embedder && vec != nullptr) {
     std::copy(vec->begin(), vec->end(), vectors.begin() + static_cast<std::ptrdiff_t>(id) * dim);
     if (dense) dense->set(id, *vec);
@@ -385,7 +390,9 @@ bool Index::Impl::swap(std::string_view path, uint64_t hash, Prepared& p, Update
     Chunk& c = p.file.chunks[i];
     if (kept[i] >= 0) {
       const auto id = static_cast<uint32_t>(kept[i]);
+      usage.remove(id, *slots[id].chunk);
       slots[id].chunk = std::make_shared<const Chunk>(std::move(c));
+      usage.add(id, *slots[id].chunk);
       entry.chunks.push_back(id);
       continue;
     }
@@ -531,6 +538,67 @@ CorpusStats Index::lexical_stats(std::string_view query,
   return m.lexical.stats(terms, without);
 }
 
+std::vector<Hit> Index::callers(std::span<const std::string> names,
+                                const std::unordered_set<std::string>& exclude) const {
+  const Impl& m = *impl_;
+  auto lock = m.read_lock();
+  std::map<uint32_t, double> calling;  // chunk id -> names of `names` it calls
+  for (const std::string& name : names) {
+    if (const std::set<uint32_t>* ids = m.usage.callers(name)) {
+      for (const uint32_t id : *ids) calling[id] += 1;
+    }
+  }
+  std::vector<Hit> out;
+  for (const auto& [id, n] : calling) {
+    if (!m.excluded(id, exclude)) out.push_back({id, n, m.slots[id].chunk});
+  }
+  return out;
+}
+
+std::vector<uint32_t> Index::caller_counts(std::span<const std::string> names,
+                                           const std::unordered_set<std::string>& exclude) const {
+  const Impl& m = *impl_;
+  auto lock = m.read_lock();
+  std::vector<uint32_t> out(names.size(), 0);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::set<uint32_t>* ids = m.usage.callers(names[i]);
+    if (!ids) continue;
+    out[i] = static_cast<uint32_t>(ids->size());
+    // The excluded files' chunks (a task's own file: a few of them) are taken back out.
+    for (const std::string& path : exclude) {
+      if (const FileEntry* f = m.files.find(path)) {
+        for (const uint32_t id : f->chunks) out[i] -= ids->count(id) ? 1 : 0;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Hit> Index::definitions(std::span<const std::string> names,
+                                    const std::unordered_set<std::string>& exclude) const {
+  const Impl& m = *impl_;
+  auto lock = m.read_lock();
+  std::set<uint32_t> ids;
+  for (const std::string& name : names) {
+    if (const std::set<uint32_t>* d = m.usage.definitions(name)) ids.insert(d->begin(), d->end());
+  }
+  std::vector<Hit> out;
+  for (const uint32_t id : ids) {
+    if (!m.excluded(id, exclude)) out.push_back({id, 0.0, m.slots[id].chunk});
+  }
+  return out;
+}
+
+std::vector<Hit> Index::file_chunks(std::string_view path) const {
+  const Impl& m = *impl_;
+  auto lock = m.read_lock();
+  std::vector<Hit> out;
+  if (const FileEntry* f = m.files.find(path)) {
+    for (const uint32_t id : f->chunks) out.push_back({id, 0.0, m.slots[id].chunk});
+  }
+  return out;
+}
+
 Chunk Index::chunk(uint32_t id) const {
   auto lock = impl_->read_lock();
   if (id >= impl_->slots.size() || !impl_->slots[id].live) {
@@ -586,13 +654,15 @@ std::size_t Index::bytes() const {
   const Impl& m = *impl_;
   auto lock = m.read_lock();
   // Per live chunk: its Chunk and strings, its terms (a posting and a doc entry each, ~24
-  // bytes, for about one distinct term per 6 bytes of text); per slot its vector; per graph
-  // element its vector again and ~2M links of 4 bytes at layer 0.
+  // bytes, for about one distinct term per 6 bytes of text), its called names (a string and a
+  // usage posting, ~64 bytes each); per slot its vector; per graph element its vector again
+  // and ~2M links of 4 bytes at layer 0.
   std::size_t out = m.vectors.size() * sizeof(float) + m.slots.size() * sizeof(Slot);
   for (const Slot& s : m.slots) {
     if (!s.live) continue;
     const Chunk& c = *s.chunk;
     out += sizeof(Chunk) + c.text.size() + c.path.size() + c.name.size() + c.text.size() * 4;
+    for (const std::string& name : c.calls) out += sizeof(std::string) + name.size() + 64;
   }
   if (m.dense) {
     out += m.dense->elements() * (static_cast<std::size_t>(m.dim) * sizeof(float) +
@@ -706,6 +776,7 @@ void Index::save(const std::filesystem::path& dir) const {
                     {"tokens", c.tokens},
                     {"hash", hex(s.text_hash)},
                     {"text", c.text},
+                    {"calls", c.calls},
                     {"terms", std::move(terms)}}
                    .dump(-1, ' ', false, json::error_handler_t::replace);
       lines += '\n';
@@ -836,6 +907,7 @@ void Index::Impl::load_chunks(std::size_t slot_count, std::string_view lines, co
     chunk.unit_last_line = c.at("unit").at(1).get<uint32_t>();
     chunk.tokens = c.at("tokens").get<uint32_t>();
     chunk.text = c.at("text").get<std::string>();
+    chunk.calls = c.at("calls").get<std::vector<std::string>>();
     const uint64_t h = fnv1a64(chunk.text);
     if (hex(h) != c.at("hash").get<std::string>()) {
       throw fail(fmt::format("chunks.jsonl:{}: the text's hash is not the one saved", line));
@@ -843,6 +915,7 @@ void Index::Impl::load_chunks(std::size_t slot_count, std::string_view lines, co
     const auto terms = c.at("terms").get<std::vector<std::pair<std::string, uint32_t>>>();
     slots[id] = Slot{true, std::make_shared<const Chunk>(std::move(chunk)), h};
     lexical.add(id, terms);
+    usage.add(id, *slots[id].chunk);
     ++live;
   }
   for (uint32_t id = 0; id < slot_count; ++id) {

@@ -69,6 +69,9 @@ struct Chunk {
   uint32_t unit_first_line = 0, unit_last_line = 0;
   std::string text;     // what is embedded and term-indexed
   uint32_t tokens = 0;  // encoder tokens of text (after truncation)
+  // The distinct names this piece's own rows call (usage.h's called_names: the unit's name,
+  // keywords and the enclosing containers' rows left out), sorted: the usage list's input.
+  std::vector<std::string> calls;
 };
 
 struct ChunkOptions {
@@ -160,6 +163,22 @@ class Index {
   // out.
   CorpusStats lexical_stats(std::string_view query,
                             const std::unordered_set<std::string>& exclude) const;
+
+  // Usage (usage.h, the search's usage list): the chunks calling at least one of `names`
+  // (each Hit's score: how many of them it calls; data: the chunk with its calls), chunks of
+  // files in `exclude` left out, in id order.
+  std::vector<Hit> callers(std::span<const std::string> names,
+                           const std::unordered_set<std::string>& exclude) const;
+  // Of each of `names`, how many chunks call it, those of files in `exclude` left out.
+  std::vector<uint32_t> caller_counts(std::span<const std::string> names,
+                                      const std::unordered_set<std::string>& exclude) const;
+  // The chunks whose simple name (search.h's simple_name of Chunk::name) is one of `names`,
+  // chunks of files in `exclude` left out, in id order (score 0).
+  std::vector<Hit> definitions(std::span<const std::string> names,
+                               const std::unordered_set<std::string>& exclude) const;
+
+  // The chunks of one file, in file order (score 0); empty when the file is not indexed.
+  std::vector<Hit> file_chunks(std::string_view path) const;
 
   // A copy (the index may change after the call returns).
   Chunk chunk(uint32_t id) const;

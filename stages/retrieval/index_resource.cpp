@@ -141,7 +141,7 @@ void IndexResource::load_embedder() {
     degraded_ = std::string("encoder not loaded: ") + e.what();
     std::fprintf(stderr,
                  "warning: retrieval.index `%s`: %s; searching lexically (BM25 + "
-                 "structure)\n",
+                 "usage + local + structure)\n",
                  settings_.name.c_str(), degraded_.c_str());
   }
 }

@@ -1,7 +1,10 @@
 #include "stages/retrieval/search.h"
 
+#include "stages/ast/language.h"
+
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -15,6 +18,17 @@ struct Seen {
   uint32_t chunk = 0;
   Chunk c;
 };
+
+// The languages whose code can call each other's definitions (C and C++ share headers; the
+// JavaScript dialects share modules); "" for a path no language claims.
+std::string_view language_family(std::string_view path) {
+  const ast::Language* language = ast::Language::find_for_path(path);
+  if (!language) return "";
+  const std::string_view name = language->name();
+  if (name == "c" || name == "cpp") return "c";
+  if (name == "javascript" || name == "typescript" || name == "tsx") return "javascript";
+  return name;
+}
 
 // Deterministic order of two chunks of equal score.
 bool before(const Chunk& a, const Chunk& b) {
@@ -48,15 +62,7 @@ class Search {
     std::vector<std::pair<double, uint32_t>> all;
     for (uint32_t id : list(a, false)) all.emplace_back(score_of(a, id / 2), id);
     for (uint32_t id : list(b, true)) all.emplace_back(score_of(b, id / 2), id);
-    std::sort(all.begin(), all.end(), [&](const auto& x, const auto& y) {
-      if (x.first != y.first) return x.first > y.first;
-      return before(seen_.at(x.second).c, seen_.at(y.second).c);
-    });
-    std::vector<uint32_t> ids;
-    for (std::size_t i = 0; i < all.size() && ids.size() < o_.candidates; ++i) {
-      ids.push_back(all[i].second);
-    }
-    return ids;
+    return best_first(std::move(all));
   }
 
   // The candidates ranked by import distance of their file (0: the cursor's), then by their
@@ -77,9 +83,136 @@ class Search {
     return ids;
   }
 
+  // The usage list (search.h): definitions of what the focus's co-callers call, by vote.
+  std::vector<uint32_t> usage(const std::unordered_set<std::string>& exclude) {
+    if (q_.calls.empty()) return {};
+    const std::map<std::string, double> votes = usage_votes(co_callers(exclude), exclude);
+    return voted_definitions(votes, exclude);
+  }
+
+  // The local list (search.h): definitions of what the rest of the cursor's file calls.
+  std::vector<uint32_t> local(const std::unordered_set<std::string>& exclude) {
+    std::vector<Hit> file = overlay_.file_chunks(q_.cursor_path);
+    if (file.empty() && !exclude.count(q_.cursor_path)) file = shared_.file_chunks(q_.cursor_path);
+    const std::set<std::string> named = named_by_focus();
+    std::map<std::string, double> votes;  // name -> chunks of the file calling it
+    for (const Hit& h : file) {
+      if (in_focus(*h.data)) continue;
+      for (const std::string& n : h.data->calls) {
+        if (!named.count(n)) votes[n] += 1;
+      }
+    }
+    return voted_definitions(votes, exclude);
+  }
+
   const Seen& seen(uint32_t id) const { return seen_.at(id); }
 
  private:
+  // The names the focus calls or uses: neither list proposes them again.
+  std::set<std::string> named_by_focus() const {
+    std::set<std::string> named(q_.calls.begin(), q_.calls.end());
+    named.insert(q_.identifiers.begin(), q_.identifiers.end());
+    return named;
+  }
+  // Of the focus's language family (code of another language neither calls like the focus
+  // nor defines what it can call); cached per path.
+  bool compatible(const std::string& path) {
+    auto it = family_.find(path);
+    if (it == family_.end()) {
+      it = family_.emplace(path, language_family(path) == language_family(q_.cursor_path)).first;
+    }
+    return it->second;
+  }
+  // The chunks calling a name the focus calls, the focus itself left out.
+  std::vector<std::shared_ptr<const Chunk>> co_callers(
+      const std::unordered_set<std::string>& exclude) {
+    std::vector<std::shared_ptr<const Chunk>> out;
+    for (const Index* index : {&shared_, &overlay_}) {
+      const auto& ex = index == &shared_ ? exclude : std::unordered_set<std::string>{};
+      for (const Hit& h : index->callers(q_.calls, ex)) {
+        if (!in_focus(*h.data) && compatible(h.data->path)) out.push_back(h.data);
+      }
+    }
+    return out;
+  }
+  // name -> sum over the co-callers calling it of their overlap x the name's IDF (a name few
+  // chunks call says more than one every chunk calls), for the names the focus does not name.
+  std::map<std::string, double> usage_votes(
+      const std::vector<std::shared_ptr<const Chunk>>& callers,
+      const std::unordered_set<std::string>& exclude) const {
+    // IDF of every name involved, over both indexes as one corpus.
+    std::set<std::string> names(q_.calls.begin(), q_.calls.end());
+    for (const auto& c : callers) names.insert(c->calls.begin(), c->calls.end());
+    const std::vector<std::string> list(names.begin(), names.end());
+    const std::vector<uint32_t> df = shared_.caller_counts(list, exclude);
+    const std::vector<uint32_t> df_task = overlay_.caller_counts(list, {});
+    const double chunks = double(shared_.chunk_count() + overlay_.chunk_count());
+    std::map<std::string_view, double> idf;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      idf[list[i]] = std::log(1.0 + chunks / std::max(1u, df[i] + df_task[i]));
+    }
+    // Each co-caller votes with its weighted Jaccard overlap: common / either, in IDF; a vote
+    // for a name is that times the name's IDF.
+    const std::set<std::string> focus(q_.calls.begin(), q_.calls.end());
+    const std::set<std::string> named = named_by_focus();
+    std::map<std::string, double> votes;
+    for (const auto& c : callers) {
+      double common = 0, either = 0;
+      for (const std::string& n : c->calls) {
+        either += idf[n];
+        if (focus.count(n)) common += idf[n];
+      }
+      for (const std::string& n : focus) {
+        if (!std::binary_search(c->calls.begin(), c->calls.end(), n)) either += idf[n];
+      }
+      if (common <= 0) continue;
+      for (const std::string& n : c->calls) {
+        if (!named.count(n)) votes[n] += common / either * idf[n];
+      }
+    }
+    return votes;
+  }
+  // The voted names' definitions (names of more than kUsageMaxDefinitions units left out), best
+  // voted first.
+  std::vector<uint32_t> voted_definitions(const std::map<std::string, double>& votes,
+                                          const std::unordered_set<std::string>& exclude) {
+    std::vector<std::string> voted;
+    for (const auto& [n, v] : votes) voted.push_back(n);
+    std::vector<Hit> defs_shared = shared_.definitions(voted, exclude);
+    std::vector<Hit> defs_task = overlay_.definitions(voted, {});
+    std::map<std::string, std::set<std::pair<std::string, uint32_t>>> units;  // name -> units
+    for (auto* defs : {&defs_shared, &defs_task}) {
+      std::erase_if(*defs, [&](const Hit& h) { return !compatible(h.data->path); });
+      for (const Hit& h : *defs) {
+        const Chunk& c = *h.data;
+        units[std::string(simple_name(c.name))].emplace(
+            c.path, c.unit_first_line ? c.unit_first_line : c.first_line);
+      }
+    }
+    std::vector<std::pair<double, uint32_t>> ranked;
+    for (const auto& [defs, task] : {std::pair{&defs_shared, false}, std::pair{&defs_task, true}}) {
+      std::erase_if(*defs, [&](const Hit& h) {
+        return units[std::string(simple_name(h.data->name))].size() > kUsageMaxDefinitions;
+      });
+      for (const uint32_t id : list(*defs, task)) {
+        ranked.emplace_back(votes.at(std::string(simple_name(seen_.at(id).c.name))), id);
+      }
+    }
+    return best_first(std::move(ranked));
+  }
+  // The ids of (score, id) pairs, highest score first (ties by path and line), at most
+  // `candidates` of them.
+  std::vector<uint32_t> best_first(std::vector<std::pair<double, uint32_t>> scored) const {
+    std::sort(scored.begin(), scored.end(), [&](const auto& x, const auto& y) {
+      if (x.first != y.first) return x.first > y.first;
+      return before(seen_.at(x.second).c, seen_.at(y.second).c);
+    });
+    std::vector<uint32_t> ids;
+    for (std::size_t i = 0; i < scored.size() && ids.size() < o_.candidates; ++i) {
+      ids.push_back(scored[i].second);
+    }
+    return ids;
+  }
   static double score_of(const std::vector<Hit>& hits, uint32_t chunk) {
     for (const Hit& h : hits) {
       if (h.chunk == chunk) return h.score;
@@ -143,6 +276,7 @@ class Search {
   std::map<uint32_t, Seen> seen_;
   mutable std::set<std::string> second_;  // files at import distance 2
   mutable bool first_done_ = false;
+  std::map<std::string, bool, std::less<>> family_;  // path -> of the focus's language family
 };
 
 // Rows first..last (1-based) of `text`.
@@ -210,12 +344,23 @@ facets::RetrievedFacet search(
                      overlay.search_dense(v, o.candidates, {}));
     lists.push_back({dense, o.weight_dense});
   }
+  std::vector<uint32_t> usage;
+  if (o.weight_usage > 0) {
+    usage = s.usage(exclude);
+    lists.push_back({usage, o.weight_usage});
+  }
+  std::vector<uint32_t> local;
+  if (o.weight_local > 0) {
+    local = s.local(exclude);
+    lists.push_back({local, o.weight_local});
+  }
   std::map<uint32_t, double> other;
   for (const auto& [id, score] : reciprocal_rank_fusion(lists, o.rrf_k)) other[id] = score;
   const std::vector<uint32_t> structure = s.structural(other);
   lists.push_back({structure, o.weight_structural});
-  const double best_possible =
-      (o.weight_lexical + (embedder ? o.weight_dense : 0) + o.weight_structural) / (o.rrf_k + 1);
+  const double best_possible = (o.weight_lexical + (embedder ? o.weight_dense : 0) +
+                                o.weight_usage + o.weight_local + o.weight_structural) /
+                               (o.rrf_k + 1);
 
   // --- fused, per unit (its best piece), ranks per list ---
   auto rank_in = [](const std::vector<uint32_t>& ids, uint32_t id) -> uint32_t {
@@ -247,6 +392,8 @@ facets::RetrievedFacet search(
     keep_min(h.lexical_rank, rank_in(lexical, id));
     keep_min(h.dense_rank, rank_in(dense, id));
     keep_min(h.structural_rank, rank_in(structure, id));
+    keep_min(h.usage_rank, rank_in(usage, id));
+    keep_min(h.local_rank, rank_in(local, id));
   }
 
   // --- the adaptive threshold ---
@@ -275,7 +422,10 @@ facets::RetrievedFacet search(
   std::map<std::string, uint32_t> per_file;
   for (UnitHit& u : ranked) {
     if (out.hits.size() >= o.top_k) break;
-    if (++per_file[u.hit.path] > o.per_file_cap) continue;
+    // The cursor's own file is not capped: its units are prune's candidates anyway (a hit
+    // adds no text, it says which of them matter), and the cap is there so that one other
+    // file cannot crowd the rest out.
+    if (u.hit.path != q.cursor_path && ++per_file[u.hit.path] > o.per_file_cap) continue;
     if (!q.task_paths.count(u.hit.path) && file_text) {
       if (const std::string_view t = file_text(u.hit.path); !t.empty()) {
         u.hit.text = lines_of(t, u.hit.first_line, u.hit.last_line);

@@ -8,6 +8,7 @@
 #include "stages/ast/anchor_stage.h"
 #include "stages/context/extract.h"
 #include "stages/context/project_index.h"
+#include "stages/retrieval/usage.h"
 
 namespace vsynth::stages::retrieval {
 
@@ -76,6 +77,8 @@ SearchQuery anchor_query(const ast::AnchorFacet& a, std::string instruction,
     const uint32_t last = std::min(row + 3, file.row_count() - 1);
     q.focus_text = std::string(context::rows_text(file, first, last));
   }
+  q.calls = called_names(q.focus_text, file.language().name(),
+                         function ? std::string_view(function->name) : std::string_view());
   for (const ast::Reference& r : anchor.identifiers) q.identifiers.emplace_back(r.name);
   for (const ast::NodeInfo& imp : anchor.imports) {
     q.imports.emplace_back(
@@ -107,6 +110,8 @@ SearchStage::SearchStage(const graph::StageContext& ctx)
   options_.weight_lexical = p.number("weight_lexical");
   options_.weight_dense = p.number("weight_dense");
   options_.weight_structural = p.number("weight_structural");
+  options_.weight_usage = p.number("weight_usage");
+  options_.weight_local = p.number("weight_local");
   options_.rrf_k = p.number("rrf_k");
 }
 
@@ -157,8 +162,9 @@ graph::Contract search_contract() {
   graph::Contract c;
   c.kind = "retrieval.search";
   c.summary =
-      "Finds the project's functions most relevant to the cursor (BM25 + embedding + file "
-      "structure, reciprocal-rank fusion) for context.deps to add to the candidates";
+      "Finds the project's functions most relevant to the cursor (BM25 + embedding + call "
+      "co-occurrence + file structure, reciprocal-rank fusion) for context.deps to add to the "
+      "candidates";
   c.concurrency = graph::Concurrency::unlimited();  // an overlay per task; the index locks
   c.requires_facets = {"anchor"};
   c.provides_facets = {"retrieved"};
@@ -166,9 +172,12 @@ graph::Contract search_contract() {
   c.params = {
       graph::P::resource("index", "index", "the retrieval.index resource to search"),
       graph::P::integer("top_k", 8, 1, 1000, "hits kept, best first"),
-      graph::P::integer("per_file_cap", 3, 1, 1000, "hits kept from any one file"),
-      graph::P::integer("candidates", 50, 1, 10000,
-                        "chunks each list (BM25, dense, structural) ranks before fusion"),
+      graph::P::integer("per_file_cap", 3, 1, 1000,
+                        "hits kept from any one file but the cursor's own (whose units prune "
+                        "has anyway: a hit there only says which of them matter)"),
+      graph::P::integer(
+          "candidates", 50, 1, 10000,
+          "chunks each list (BM25, dense, usage, local, structural) ranks before fusion"),
       graph::P::number("min_score", 0.05, 0, 1,
                        "base threshold on the fused score (reciprocal-rank fusion divided by its "
                        "best possible value, so in (0, 1])"),
@@ -184,6 +193,23 @@ graph::Contract search_contract() {
       graph::P::number("weight_structural", 1, 0, 100,
                        "weight of the structural list (same file, then files the cursor's file "
                        "imports)"),
+      graph::P::number(
+          "weight_usage", 2, 0, 100,
+          "weight of the usage list (call co-occurrence) in the fusion: the other functions of "
+          "the project, in the cursor file's language family, that call what the cursor's "
+          "function calls vote for the names they call that it does not name yet, weighted by "
+          "their overlap (IDF-weighted Jaccard of called names) times the name's IDF; those "
+          "names' definitions (at most 3 units of a name) ranked by vote. 2 by default: BM25 "
+          "and dense both score the query's text, this list is the one signal independent of "
+          "it. 0: not computed"),
+      graph::P::number(
+          "weight_local", 1, 0, 100,
+          "weight of the local list in the fusion: each name the rest of the cursor's file "
+          "calls (its other functions; names the cursor's function already names left out) "
+          "gets a vote per function calling it, and those names' definitions (at most 3 units "
+          "of a name, in the file's language family) are ranked by votes: the helper the "
+          "file's other code keeps calling, which a function that calls nothing yet misses in "
+          "the usage list. 0: not computed"),
       graph::P::number("rrf_k", 60, 1, 10000, "reciprocal-rank fusion constant k: 1 / (k + rank)"),
       graph::P::pointer("files_field", "/files",
                         "JSON pointer to the task's other files [{path, source}] (as "

@@ -12,13 +12,18 @@
 //                   The gold is H's definition.
 // Configurations, all at the same budget, counter and prune:
 //   deps            anchor -> candidates -> deps (two hops) -> dedup -> prune (today's path)
-//   bm25 / dense    the cursor file's units + the hits of retrieval.search run with the other
-//                   lists' weights at 0 (SearchOptions: BM25 = 1/0/0, dense = 0/1/0 for
-//                   lexical/dense/structural), no dependency hops (max_per_hop 0)
-//   fusion          the same with the stage's default weights 1/1/1 (BM25 + dense + structural)
+//   bm25 / dense /  the cursor file's units + the hits of retrieval.search run with the other
+//   usage / local   lists' weights at 0 (SearchOptions: BM25 = 1/0/0/0/0, dense = 0/1/0/0/0,
+//                   usage = 0/0/1/0/0, local = 0/0/0/1/0 for lexical/dense/usage/local/
+//                   structural), no dependency hops (max_per_hop 0)
+//   fusion          the same with the stage's default weights (BM25 + dense + usage + local +
+//                   structural)
 //   deps+fusion     deps' hops and the fusion hits together (the pipeline with retrieval)
 // Hits join the candidates exactly as context.deps adds them (resolve_retrieved, then
 // expand_dependencies). Gold recall: the gold unit shown in full or signature form.
+// JSON, per task: which configurations recalled the gold, each search's hits, and
+// "gold_rank": the gold's rank in a search with no threshold, cap or top_k, fused and per list
+// (absent: no list has it among its candidates): whether a miss is the search's or prune's.
 // Index: each repository indexed once (retrieval::Index, the real encoder); per task the
 // cursor file's current text goes into an overlay index and the shared index excludes that
 // path, as retrieval.search does. Query latency: overlay update + query + search, per task.
@@ -29,9 +34,13 @@
 //       [--json bench_retrieval_recall.json] [--index-cache DIR]
 // --index-cache: each repository's index is saved under DIR and loaded by the next run (its
 // files re-validated by content; "build s" is then the re-validation).
-// --ablation 1: also fusion with one mechanism off at a time (f-nothr: no threshold,
-// f-nostruct: no structural list, f-nocap: no per-file cap; f-k10, f-k20: rrf_k 10 and 20
-// instead of 60), as configurations of their own.
+// --ablation 1: also fusion with one mechanism changed at a time, as configurations of their
+// own, alone and with deps' hops ("d+" before the name): f-nousage (no usage list), f-usage1
+// (usage weight 1 instead of 2), f-nolocal (no local list), f-local2 (local weight 2 instead
+// of 1), f-nodense (no dense list), f-nothr (no threshold), f-nocap (no per-file cap); and
+// fusion-r80 / d+fusion-r80: the fusion's hits valued by prune at weight_retrieval 80 (a named
+// reference's weight) instead of 50. Earlier runs' f-nostruct / f-k10 / f-k20 (no structural list,
+// rrf_k 10 / 20) are in docs/performance.md; they changed nothing and were dropped.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -347,8 +356,9 @@ std::vector<Task> make_unnamed_tasks(Repo& repo, uint32_t min_lines, uint32_t pe
 
 struct Config {
   std::string name;
-  bool deps = false;   // dependency hops
-  int retrieval = -1;  // index into the searches, -1: none
+  bool deps = false;                                        // dependency hops
+  int retrieval = -1;                                       // index into the searches, -1: none
+  double weight_retrieval = ctx::PruneWeights{}.retrieval;  // prune's value of a hit
 };
 
 // One configuration's context for one task; true when the gold is shown in full or as a
@@ -371,7 +381,18 @@ bool gold_recalled(const Task& t, const ast::AnchorFacet& anchor, Repo& repo, co
   ctx::remove_duplicates(c, {});
   ctx::PruneOptions po;
   po.budget_tokens = budget;
+  po.weights.retrieval = cfg.weight_retrieval;
   const ctx::PruneResult r = ctx::prune(c, counter, po, arena);
+  // BENCH_RECALL_SHOW=gold: what each configuration packed for tasks of that gold name.
+  if (const char* show = std::getenv("BENCH_RECALL_SHOW"); show && t.gold_name == show) {
+    fmt::print(stderr, "--- {} {} gold {}:{} ({} tokens)\n", cfg.name, t.path, t.gold_path,
+               t.gold_row, r.used_tokens);
+    for (const ctx::Shown& s : r.shown) {
+      const ctx::Unit& u = c.units[s.unit];
+      fmt::print(stderr, "    {}:{} {} form {} tokens {} value {:.1f} {}\n", c.files[u.file].path,
+                 u.first_row, u.name, static_cast<int>(s.form), s.tokens, s.value, s.reason);
+    }
+  }
   for (const ctx::Shown& s : r.shown) {
     const ctx::Unit& u = c.units[s.unit];
     if (s.form == ctx::Form::Name) continue;
@@ -540,36 +561,59 @@ int main(int argc, char** argv) {
   // --- the configurations ---
   struct Search {
     std::string name;
-    double lexical, dense, structural;
-    double min_score = ret::SearchOptions{}.min_score, raise = ret::SearchOptions{}.adaptive_raise;
-    uint32_t cap = ret::SearchOptions{}.per_file_cap;
-    double rrf_k = ret::SearchOptions{}.rrf_k;
+    ret::SearchOptions o;  // the stage's defaults, then the configuration's changes
+  };
+  auto with = [](std::string name, auto&& change) {
+    Search s{std::move(name), {}};
+    change(s.o);
+    return s;
+  };
+  auto weights = [](double lexical, double dense, double usage, double local, double structural) {
+    return [=](ret::SearchOptions& o) {
+      o.weight_lexical = lexical;
+      o.weight_dense = dense;
+      o.weight_usage = usage;
+      o.weight_local = local;
+      o.weight_structural = structural;
+    };
   };
   // Fusion first: its query embedding is the one timed (the others find it in the cache).
-  std::vector<Search> searches = {{"fusion", 1, 1, 1}, {"bm25", 1, 0, 0}, {"dense", 0, 1, 0}};
-  std::vector<Config> configs = {{"deps", true, -1},
-                                 {"bm25", false, 1},
-                                 {"dense", false, 2},
-                                 {"fusion", false, 0},
+  std::vector<Search> searches = {
+      with("fusion", [](ret::SearchOptions&) {}), with("bm25", weights(1, 0, 0, 0, 0)),
+      with("dense", weights(0, 1, 0, 0, 0)), with("usage", weights(0, 0, 1, 0, 0)),
+      with("local", weights(0, 0, 0, 1, 0))};
+  std::vector<Config> configs = {{"deps", true, -1},      {"bm25", false, 1},  {"dense", false, 2},
+                                 {"usage", false, 3},     {"local", false, 4}, {"fusion", false, 0},
                                  {"deps+fusion", true, 0}};
-  if (ablation) {  // fusion with one mechanism off at a time: which one loses the gold
-    searches.push_back({"f-nothr", 1, 1, 1, 0, 0});
-    searches.push_back({"f-nostruct", 1, 1, 0});
-    searches.push_back({"f-nocap", 1, 1, 1, ret::SearchOptions{}.min_score,
-                        ret::SearchOptions{}.adaptive_raise, 1000});
-    searches.push_back({"f-k10", 1, 1, 1});
-    searches.back().rrf_k = 10;
-    searches.push_back({"f-k20", 1, 1, 1});
-    searches.back().rrf_k = 20;
-    for (int k = 3; k < static_cast<int>(searches.size()); ++k) {
+  const int first_ablation = static_cast<int>(searches.size());
+  if (ablation) {  // fusion with one mechanism changed at a time, alone and with deps
+    searches.push_back(with("f-nousage", [](ret::SearchOptions& o) { o.weight_usage = 0; }));
+    searches.push_back(with("f-usage1", [](ret::SearchOptions& o) { o.weight_usage = 1; }));
+    searches.push_back(with("f-nolocal", [](ret::SearchOptions& o) { o.weight_local = 0; }));
+    searches.push_back(with("f-local2", [](ret::SearchOptions& o) { o.weight_local = 2; }));
+    searches.push_back(with("f-nodense", [](ret::SearchOptions& o) { o.weight_dense = 0; }));
+    searches.push_back(with("f-nothr", [](ret::SearchOptions& o) {
+      o.min_score = 0;
+      o.adaptive_raise = 0;
+    }));
+    searches.push_back(with("f-nocap", [](ret::SearchOptions& o) { o.per_file_cap = 1000; }));
+    for (int k = first_ablation; k < static_cast<int>(searches.size()); ++k) {
       configs.push_back({searches[static_cast<std::size_t>(k)].name, false, k});
     }
+    for (int k = first_ablation; k < static_cast<int>(searches.size()); ++k) {
+      configs.push_back({"d+" + searches[static_cast<std::size_t>(k)].name, true, k});
+    }
+    // How prune values hits: context.prune's weight_retrieval at 80 (a named reference's)
+    // instead of 50.
+    configs.push_back({"fusion-r80", false, 0, 80});
+    configs.push_back({"d+fusion-r80", true, 0, 80});
   }
   ctx::FileUnitsCache cache(std::size_t{256} << 20);
   // (family, repo or "all", config) -> tasks, recalled; (family, search) -> gold among hits
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<uint32_t, uint32_t>> tally;
   std::map<std::pair<std::string, std::string>, uint32_t> in_hits;
   std::vector<double> search_ms, stage_ms;  // fusion search alone / overlay + query + search
+  std::vector<nlohmann::json> gold_ranks;   // per task: the gold's ranks, unthresholded
   const auto run_t0 = Clock::now();
   for (std::size_t n = 0; n < tasks.size(); ++n) {
     Repo& repo = *tasks[n].first;
@@ -597,28 +641,50 @@ int main(int argc, char** argv) {
     };
     std::vector<facets::RetrievedFacet> found;
     for (const Search& s : searches) {
-      ret::SearchOptions o;
-      o.weight_lexical = s.lexical;
-      o.weight_dense = s.dense;
-      o.weight_structural = s.structural;
-      o.min_score = s.min_score;
-      o.adaptive_raise = s.raise;
-      o.per_file_cap = s.cap;
-      o.rrf_k = s.rrf_k;
       t0 = Clock::now();
       found.push_back(
-          ret::search(*repo.retrieval, overlay, exclude, q, o, embedder.get(), file_text));
+          ret::search(*repo.retrieval, overlay, exclude, q, s.o, embedder.get(), file_text));
       if (s.name == "fusion") {
         search_ms.push_back(ms_since(t0));
         stage_ms.push_back(overlay_ms + search_ms.back());
       }
       in_hits[{t.family, s.name}] += gold_hit(t, found.back());
     }
+    // Where the gold ranks with no threshold, cap or top_k: in the fusion and in each list (0:
+    // not among the list's `candidates`); why a miss is the search's or prune's.
+    {
+      ret::SearchOptions all;
+      all.top_k = 4 * all.candidates;
+      all.per_file_cap = all.top_k;
+      all.min_score = 0;
+      all.adaptive_raise = 0;
+      const facets::RetrievedFacet every =
+          ret::search(*repo.retrieval, overlay, exclude, q, all, embedder.get(), nullptr);
+      gold_ranks.push_back({});
+      for (std::size_t i = 0; i < every.hits.size(); ++i) {
+        const auto& h = every.hits[i];
+        if (h.path == t.gold_path && ret::simple_name(h.name) == t.gold_name &&
+            h.first_line <= t.gold_row + 1 && h.last_line >= t.gold_row + 1) {
+          gold_ranks.back() = {{"fusion", i + 1},       {"lexical", h.lexical_rank},
+                               {"dense", h.dense_rank}, {"usage", h.usage_rank},
+                               {"local", h.local_rank}, {"structural", h.structural_rank},
+                               {"score", h.score}};
+          break;
+        }
+      }
+    }
     nlohmann::json record = {{"tasks", t.family},        {"repo", t.repo},
                              {"path", t.path},           {"gold", t.gold_name},
                              {"gold_path", t.gold_path}, {"cross_file", t.cross_file}};
+    record["gold_rank"] = gold_ranks.back();
     for (std::size_t k = 0; k < searches.size(); ++k) {
       record["gold_in_hits"][searches[k].name] = gold_hit(t, found[k]);
+      // What each search returned, best first: why the gold is or is not among them.
+      for (const auto& h : found[k].hits) {
+        record["hits"][searches[k].name].push_back(
+            fmt::format("{}:{} {} {:.3f} l{} d{} u{} s{}", h.path, h.first_line, h.name, h.score,
+                        h.lexical_rank, h.dense_rank, h.usage_rank, h.structural_rank));
+      }
     }
     for (const Config& cfg : configs) {
       const facets::RetrievedFacet* hits = cfg.retrieval >= 0 ? &found[cfg.retrieval] : nullptr;

@@ -135,6 +135,21 @@ TEST_CASE("save then load gives identical search results", "[retrieval]") {
         described(lexical->search_lexical("apply result", 20, {})));
 }
 
+TEST_CASE("save then load keeps each chunk's called names and the usage lookups", "[retrieval]") {
+  TempDir tmp;
+  Index index(nullptr, {});
+  index.update_file("a.py", "def fa():\n    load()\n    clean()\n");
+  index.update_file("b.py", "def clean():\n    pass\n");
+  index.save(tmp.path / "idx");
+  const std::unique_ptr<Index> loaded = Index::load(tmp.path / "idx", nullptr, {});
+  const std::vector<std::string> names = {"clean", "load"};
+  REQUIRE(loaded->callers(names, {}).size() == 1);
+  CHECK(loaded->callers(names, {})[0].data->calls == std::vector<std::string>{"clean", "load"});
+  CHECK(loaded->caller_counts(names, {}) == index.caller_counts(names, {}));
+  REQUIRE(loaded->definitions(names, {}).size() == 1);
+  CHECK(loaded->definitions(names, {})[0].data->path == "b.py");
+}
+
 TEST_CASE("saving over an index replaces it whole", "[retrieval]") {
   auto embedder = std::make_shared<BagEmbedder>();
   TempDir tmp;
@@ -177,7 +192,7 @@ TEST_CASE("loading with another embedder, format or chunking is an IndexError na
   spit(dir / "manifest.json", manifest.dump());
   e = load_error(dir, embedder);
   CHECK(e.find("format version 99") != std::string::npos);
-  CHECK(e.find("reads version 2") != std::string::npos);
+  CHECK(e.find("reads version 3") != std::string::npos);
 
   spit(dir / "manifest.json", "{not json");
   CHECK(load_error(dir, embedder).find("manifest.json is not valid JSON") != std::string::npos);

@@ -11,9 +11,10 @@
 // 1. Streams: S = 1, 2, 4, 8 threads each generating --new tokens (greedy, EOG ignored) from
 //    its own code prompt through one Scheduler, against the same S requests served one at a
 //    time on the plain engine: aggregate tokens/s and its ratio, per-stream inter-token p50
-//    (time between a stream's consecutive evaluations, sampling included) over the lone
-//    stream's, the scheduler's wait from submission to step start (p50 / p95), rows per step,
-//    and whether every stream's tokens equal the serial run's.
+//    (time between a stream's consecutive evaluations, sampling included) over a lone
+//    stream's (the p50 gap of the same row's serial run), the scheduler's wait from submission to
+//    step start (p50 / p95), rows per step, and whether every stream's tokens equal the serial
+//    run's.
 // 2. Static vs dynamic: --requests requests (new tokens drawn uniformly in [new/2, 2 new],
 //    seeded) arriving as a Poisson process at --rate req/s (default: 8 x the lone stream's
 //    req/s, enough to keep about 8 in flight). Static: groups of 8 in arrival order, each group
@@ -25,13 +26,17 @@
 //   ninja -C build bench_batching
 //   ./build/tests/bench/bench_batching [--model GGUF] [--threads 2] [--new 32]
 //       [--streams 1,2,4,8] [--window 5] [--requests 32] [--rate R] [--seed 1]
-//       [--step-rounds N] [--steps-only] [out.json]
+//       [--step-rounds N] [--steps-only] [--rounds 3] [out.json]
+// --rounds: parts 1 and 2 are repeated (each round runs every S, serial then batched, then
+// static then dynamic) and the ratios' medians printed: on a shared machine one 32-token run
+// moves the 4-stream inter-token ratio by +-0.5 between runs.
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -245,7 +250,7 @@ std::vector<StepCost> step_costs(Model& m, const Tokenizer& tok, const std::vect
 
 int main(int argc, char** argv) {
   fs::path model_path = fs::path(VSYNTH_SOURCE_DIR) / "models/gemma-3-270m-q4_k_m.gguf";
-  int threads = 2, new_tokens = 32, requests = 32, seed = 1, step_rounds = 0;
+  int threads = 2, new_tokens = 32, requests = 32, seed = 1, step_rounds = 0, rounds = 3;
   bool steps_only = false;
   double window = 5.0, rate = 0.0;
   std::vector<int> streams = {1, 2, 4, 8};
@@ -275,6 +280,8 @@ int main(int argc, char** argv) {
         seed = to_int(a, next());
       else if (a == "--step-rounds")
         step_rounds = to_int(a, next());
+      else if (a == "--rounds")
+        rounds = to_int(a, next());
       else if (a == "--steps-only")
         steps_only = true;
       else if (a.starts_with("-"))
@@ -282,8 +289,9 @@ int main(int argc, char** argv) {
       else
         out_path = a;
     }
-    if (threads < 1 || new_tokens < 2 || requests < 1 || streams.empty())
-      throw std::invalid_argument("--threads >= 1, --new >= 2, --requests >= 1, --streams given");
+    if (threads < 1 || new_tokens < 2 || requests < 1 || streams.empty() || rounds < 1)
+      throw std::invalid_argument(
+          "--threads >= 1, --new >= 2, --requests >= 1, --rounds >= 1, --streams given");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
@@ -340,62 +348,79 @@ int main(int argc, char** argv) {
   std::printf("\n%7s %12s %12s %7s %10s %10s %8s %9s %9s %9s %5s\n", "streams", "serial_tok/s",
               "batch_tok/s", "ratio", "itl_p50", "lone_p50", "itl_x", "wait_p95", "window_p95",
               "rows/step", "same");
+  // A warm-up request first (discarded): the first pass over the weights pays page faults and
+  // the CPU's clock ramp, which would land on round 1's lone stream alone.
+  run_one(model->new_sequence(), tok, 0, new_tokens);
   double lone_p50 = 0, lone_req_ms = 0;
-  for (int S : streams) {
-    std::vector<Result> ser;
-    const Clock::time_point s0 = Clock::now();
-    for (int i = 0; i < S; ++i) {
-      ser.push_back(run_one(model->new_sequence(), tok, static_cast<size_t>(i), new_tokens));
-    }
-    const double ser_ms = ms(s0, Clock::now());
-    std::vector<double> ser_gaps;
-    for (const Result& r : ser) ser_gaps.insert(ser_gaps.end(), r.gaps.begin(), r.gaps.end());
-    if (lone_p50 == 0) {
+  std::map<int, std::vector<double>> ratios, itl_ratios;  // per S, one per round
+  for (int round = 0; round < rounds; ++round)
+    for (int S : streams) {
+      std::vector<Result> ser;
+      const Clock::time_point s0 = Clock::now();
+      for (int i = 0; i < S; ++i) {
+        ser.push_back(run_one(model->new_sequence(), tok, static_cast<size_t>(i), new_tokens));
+      }
+      const double ser_ms = ms(s0, Clock::now());
+      std::vector<double> ser_gaps;
+      for (const Result& r : ser) ser_gaps.insert(ser_gaps.end(), r.gaps.begin(), r.gaps.end());
+      // The lone stream's inter-token time is this row's own serial run (the same S requests one
+      // at a time, just before the batched run): side by side, so that drift in the machine's
+      // load between rows does not enter the ratio.
       lone_p50 = pct(ser_gaps, 0.5);
-      lone_req_ms = ser_ms / S;
+      if (lone_req_ms == 0) lone_req_ms = ser_ms / S;
+
+      std::vector<Result> bat(static_cast<size_t>(S));
+      Scheduler sched(model, so);
+      const Clock::time_point b0 = Clock::now();
+      {
+        std::vector<std::thread> ts;
+        for (int i = 0; i < S; ++i) {
+          ts.emplace_back([&, i] {
+            bat[static_cast<size_t>(i)] =
+                run_one(sched.new_sequence(), tok, static_cast<size_t>(i), new_tokens);
+          });
+        }
+        for (auto& t : ts) t.join();
+      }
+      const double bat_ms = ms(b0, Clock::now());
+      std::vector<double> itl;
+      bool same = true;
+      for (int i = 0; i < S; ++i) {
+        const Result& r = bat[static_cast<size_t>(i)];
+        itl.push_back(pct(r.gaps, 0.5));
+        same = same && r.tokens == ser[static_cast<size_t>(i)].tokens;
+      }
+      const SchedulerStats st = sched.stats();
+      const double toks = static_cast<double>(S) * new_tokens;
+      const double ser_tps = toks / ser_ms * 1000, bat_tps = toks / bat_ms * 1000;
+      const double itl_p50 = pct(itl, 0.5);
+      const double rows_per_step = static_cast<double>(st.rows) / std::max<int64_t>(1, st.steps);
+      ratios[S].push_back(bat_tps / ser_tps);
+      itl_ratios[S].push_back(itl_p50 / lone_p50);
+      std::printf("%7d %12.1f %12.1f %7.2f %10.2f %10.2f %8.2f %9.2f %9.2f %9.2f %5s\n", S, ser_tps,
+                  bat_tps, bat_tps / ser_tps, itl_p50, lone_p50, itl_p50 / lone_p50,
+                  pct(st.wait_ms, 0.95), pct(st.window_wait_ms, 0.95), rows_per_step,
+                  same ? "yes" : "NO");
+      out["streams"].push_back({{"round", round + 1},
+                                {"streams", S},
+                                {"serial_tok_s", ser_tps},
+                                {"batched_tok_s", bat_tps},
+                                {"ratio", bat_tps / ser_tps},
+                                {"itl_p50_ms", itl_p50},
+                                {"lone_itl_p50_ms", lone_p50},
+                                {"itl_ratio", itl_p50 / lone_p50},
+                                {"window_wait_p95_ms", pct(st.window_wait_ms, 0.95)},
+                                {"wait_p95_ms", pct(st.wait_ms, 0.95)},
+                                {"rows_per_step", rows_per_step},
+                                {"same_tokens", same}});
     }
 
-    std::vector<Result> bat(static_cast<size_t>(S));
-    Scheduler sched(model, so);
-    const Clock::time_point b0 = Clock::now();
-    {
-      std::vector<std::thread> ts;
-      for (int i = 0; i < S; ++i) {
-        ts.emplace_back([&, i] {
-          bat[static_cast<size_t>(i)] =
-              run_one(sched.new_sequence(), tok, static_cast<size_t>(i), new_tokens);
-        });
-      }
-      for (auto& t : ts) t.join();
-    }
-    const double bat_ms = ms(b0, Clock::now());
-    std::vector<double> itl;
-    bool same = true;
-    for (int i = 0; i < S; ++i) {
-      const Result& r = bat[static_cast<size_t>(i)];
-      itl.push_back(pct(r.gaps, 0.5));
-      same = same && r.tokens == ser[static_cast<size_t>(i)].tokens;
-    }
-    const SchedulerStats st = sched.stats();
-    const double toks = static_cast<double>(S) * new_tokens;
-    const double ser_tps = toks / ser_ms * 1000, bat_tps = toks / bat_ms * 1000;
-    const double itl_p50 = pct(itl, 0.5);
-    const double rows_per_step = static_cast<double>(st.rows) / std::max<int64_t>(1, st.steps);
-    std::printf("%7d %12.1f %12.1f %7.2f %10.2f %10.2f %8.2f %9.2f %9.2f %9.2f %5s\n", S, ser_tps,
-                bat_tps, bat_tps / ser_tps, itl_p50, lone_p50, itl_p50 / lone_p50,
-                pct(st.wait_ms, 0.95), pct(st.window_wait_ms, 0.95), rows_per_step,
-                same ? "yes" : "NO");
-    out["streams"].push_back({{"streams", S},
-                              {"serial_tok_s", ser_tps},
-                              {"batched_tok_s", bat_tps},
-                              {"ratio", bat_tps / ser_tps},
-                              {"itl_p50_ms", itl_p50},
-                              {"lone_itl_p50_ms", lone_p50},
-                              {"itl_ratio", itl_p50 / lone_p50},
-                              {"window_wait_p95_ms", pct(st.window_wait_ms, 0.95)},
-                              {"wait_p95_ms", pct(st.wait_ms, 0.95)},
-                              {"rows_per_step", rows_per_step},
-                              {"same_tokens", same}});
+  std::printf("\nmedian of %d round(s): streams, aggregate ratio, inter-token ratio\n", rounds);
+  for (int S : streams) {
+    const double r = pct(ratios[S], 0.5), x = pct(itl_ratios[S], 0.5);
+    std::printf("%7d %7.2f %8.2f\n", S, r, x);
+    out["streams_median"].push_back(
+        {{"streams", S}, {"ratio", r}, {"itl_ratio", x}, {"rounds", rounds}});
   }
 
   // Part 2: static batches of 8 vs dynamic, Poisson arrivals.
@@ -427,45 +452,58 @@ int main(int argc, char** argv) {
     }
     const double rps = requests / ms(base, last) * 1000, mean = lat / requests;
     std::printf("%8s %10.2f %14.1f\n", name, rps, mean);
-    out["static_vs_dynamic"][name] = {{"req_s", rps}, {"mean_latency_ms", mean}};
-    return rps;
+    return std::pair{rps, mean};
   };
   std::printf("\n%d requests, Poisson %.2f req/s, new tokens %d..%d\n%8s %10s %14s\n", requests,
               rate, new_tokens / 2, 2 * new_tokens, "mode", "req/s", "mean_lat_ms");
   out["static_vs_dynamic"]["rate_req_s"] = rate;
   out["static_vs_dynamic"]["requests"] = requests;
 
-  std::vector<Clock::time_point> done_s(static_cast<size_t>(requests));
-  const Clock::time_point base_s = Clock::now();
-  for (int g0 = 0; g0 < requests; g0 += 8) {
-    const int g1 = std::min(requests, g0 + 8);
-    std::this_thread::sleep_until(at(base_s, arrive_ms[static_cast<size_t>(g1 - 1)]));
-    std::vector<std::vector<TokenId>> ps(prompts.begin() + g0, prompts.begin() + g1);
-    std::vector<int> ls(lengths.begin() + g0, lengths.begin() + g1);
-    std::vector<Clock::time_point> d(ps.size());
-    static_group(*model, ps, ls, d);
-    std::copy(d.begin(), d.end(), done_s.begin() + g0);
-  }
-  const double static_rps = summarize("static8", base_s, done_s);
-
-  std::vector<Clock::time_point> done_d(static_cast<size_t>(requests));
-  {
-    Scheduler sched(model, so);
-    const Clock::time_point base_d = Clock::now();
-    std::vector<std::thread> ts;
-    for (int i = 0; i < requests; ++i) {
-      ts.emplace_back([&, i] {
-        const size_t k = static_cast<size_t>(i);
-        std::this_thread::sleep_until(at(base_d, arrive_ms[k]));
-        Result r = run_one(sched.new_sequence(), tok, k, lengths[k]);
-        done_d[k] = r.done;
-      });
+  // Static then dynamic in each round, so that both see the same drift in the machine's load.
+  std::vector<double> sd_ratios, latency_ratios;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<Clock::time_point> done_s(static_cast<size_t>(requests));
+    const Clock::time_point base_s = Clock::now();
+    for (int g0 = 0; g0 < requests; g0 += 8) {
+      const int g1 = std::min(requests, g0 + 8);
+      std::this_thread::sleep_until(at(base_s, arrive_ms[static_cast<size_t>(g1 - 1)]));
+      std::vector<std::vector<TokenId>> ps(prompts.begin() + g0, prompts.begin() + g1);
+      std::vector<int> ls(lengths.begin() + g0, lengths.begin() + g1);
+      std::vector<Clock::time_point> d(ps.size());
+      static_group(*model, ps, ls, d);
+      std::copy(d.begin(), d.end(), done_s.begin() + g0);
     }
-    for (auto& th : ts) th.join();
-    const double dyn_rps = summarize("dynamic", base_d, done_d);
-    std::printf("dynamic / static req/s: %.2f\n", dyn_rps / static_rps);
-    out["static_vs_dynamic"]["ratio"] = dyn_rps / static_rps;
+    const auto [static_rps, static_mean] = summarize("static8", base_s, done_s);
+
+    std::vector<Clock::time_point> done_d(static_cast<size_t>(requests));
+    {
+      Scheduler sched(model, so);
+      const Clock::time_point base_d = Clock::now();
+      std::vector<std::thread> ts;
+      for (int i = 0; i < requests; ++i) {
+        ts.emplace_back([&, i] {
+          const size_t k = static_cast<size_t>(i);
+          std::this_thread::sleep_until(at(base_d, arrive_ms[k]));
+          Result r = run_one(sched.new_sequence(), tok, k, lengths[k]);
+          done_d[k] = r.done;
+        });
+      }
+      for (auto& th : ts) th.join();
+      const auto [dyn_rps, dyn_mean] = summarize("dynamic", base_d, done_d);
+      std::printf("round %d: dynamic / static req/s %.2f, mean latency %.2f\n", round + 1,
+                  dyn_rps / static_rps, dyn_mean / static_mean);
+      sd_ratios.push_back(dyn_rps / static_rps);
+      latency_ratios.push_back(dyn_mean / static_mean);
+      out["static_vs_dynamic"]["rounds"].push_back(
+          {{"static8", {{"req_s", static_rps}, {"mean_latency_ms", static_mean}}},
+           {"dynamic", {{"req_s", dyn_rps}, {"mean_latency_ms", dyn_mean}}},
+           {"ratio", dyn_rps / static_rps}});
+    }
   }
+  std::printf("median of %d round(s): dynamic / static req/s %.2f, mean latency %.2f\n", rounds,
+              pct(sd_ratios, 0.5), pct(latency_ratios, 0.5));
+  out["static_vs_dynamic"]["ratio_median"] = pct(sd_ratios, 0.5);
+  out["static_vs_dynamic"]["mean_latency_ratio_median"] = pct(latency_ratios, 0.5);
 
   std::FILE* f = std::fopen(out_path.c_str(), "w");
   if (!f) {

@@ -96,14 +96,16 @@ detail::QuantizeActFn row_quantizer(const KernelTable& kt, ActFormat f) {
 // kernel, see kernel_table.h), else the row format and kernel matvec uses.
 struct MatmulKernel {
   DotFn dot;
-  int cols;                        // tokens per dot call (the prefill kernels take kMaxCols)
-  detail::QuantizeActFn quantize;  // nullptr: float activations, used as they are
-  size_t act_bytes;                // bytes from one token's activations to the next
+  int cols;                          // tokens per dot call (the prefill kernels take kMaxCols)
+  detail::QuantizeActFn quantize;    // nullptr: float activations, used as they are
+  size_t act_bytes;                  // bytes from one token's activations to the next
+  detail::DotRowsFn rows = nullptr;  // dot over a run of rows in one call, where the table has it
 };
 
 // Grouped Q8_0 rows take interleaved activations for one token as for many.
 MatmulKernel grouped_kernel(const KernelTable& kt, int64_t k) {
-  return {kt.dot_q8_0_grouped, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k)};
+  return {kt.dot_q8_0_grouped, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k),
+          kt.dot_q8_0_grouped_rows};
 }
 
 MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w) {
@@ -198,6 +200,11 @@ void matvec(const WeightView& w, const float* x, float* y) {
 
   const auto* base = static_cast<const std::byte*>(w.data);
   const auto run_rows = [&](int64_t r0, int64_t r1) {
+    if (mk.rows != nullptr) {
+      mk.rows(k, base + static_cast<size_t>(r0) * w.row_bytes, w.row_bytes, r1 - r0, act, 0, 1,
+              y + r0, 0);
+      return;
+    }
     for (int64_t r = r0; r < r1; ++r) {
       dot(k, base + static_cast<size_t>(r) * w.row_bytes, act, 0, 1, y + r);
     }
@@ -275,9 +282,14 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
     for (int64_t t = t0; t < t1; t += mk.cols) {
       const int cols = static_cast<int>(std::min<int64_t>(mk.cols, t1 - t));
       const std::byte* a = act + static_cast<size_t>(t) * act_bytes;
-      for (int64_t r = r0; r < r1; ++r) {
-        dot(k, base + static_cast<size_t>(r) * w.row_bytes, a, act_bytes, cols, col);
-        for (int c = 0; c < cols; ++c) out[c][r - r0] = col[c];
+      if (mk.rows != nullptr) {
+        mk.rows(k, base + static_cast<size_t>(r0) * w.row_bytes, w.row_bytes, r1 - r0, a, act_bytes,
+                cols, &out[0][0], kTileMaxRows);
+      } else {
+        for (int64_t r = r0; r < r1; ++r) {
+          dot(k, base + static_cast<size_t>(r) * w.row_bytes, a, act_bytes, cols, col);
+          for (int c = 0; c < cols; ++c) out[c][r - r0] = col[c];
+        }
       }
       for (int c = 0; c < cols; ++c) {
         std::memcpy(Y + (t + c) * w.rows + r0, out[c],

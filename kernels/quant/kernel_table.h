@@ -39,6 +39,14 @@ inline constexpr int kMaxCols = 16;
 using DotFn = void (*)(int64_t k, const void* w, const void* act, size_t act_stride, int ncols,
                        float* y);
 
+// The dot of rows [0, rows) of a weight matrix, `row_bytes` apart from w, with columns
+// [0, ncols): y[c * y_stride + r], each what the table's DotFn gives for that row. One call for
+// many rows: decode's output projection is 262,144 rows of 640 elements, so a call per row
+// paid its dispatch and column setup as often as it did a fifth of a row's work.
+using DotRowsFn = void (*)(int64_t k, const void* w, size_t row_bytes, int64_t rows,
+                           const void* act, size_t act_stride, int ncols, float* y,
+                           size_t y_stride);
+
 // x[k] floats -> one Q8A32 row (k / 32 blocks) or k / 256 BlockQ8A256 blocks at out.
 using QuantizeActFn = void (*)(const float* x, int64_t k, void* out);
 
@@ -89,14 +97,16 @@ struct KernelTable {
   // dot_q8_0 / dot_q8_0_il on the plain rows. nullptr where a table has none (scalar): the
   // engine then keeps the rows plain.
   DotFn dot_q8_0_grouped;
+  // dot_q8_0_grouped over many rows in one call (bit-identical row by row); nullptr with it.
+  DotRowsFn dot_q8_0_grouped_rows;
 };
 
 // Whether every entry of t is set. Tables are written with designated initializers (an entry is
 // named, so it cannot land in a neighbour's slot; GCC's -Wmissing-field-initializers, an error
 // here, catches one left out) and tests/kernels/quant_dot_test.cpp asserts this for every
 // table on every compiler (the optional entries quantize_a32il, quantize_a256il, dot_*_il and
-// dot_q8_0_grouped excepted). Not a static_assert: under -fsanitize=undefined GCC does not treat a
-// function's address compared with nullptr as a constant expression.
+// dot_q8_0_grouped(_rows) excepted). Not a static_assert: under -fsanitize=undefined GCC does not
+// treat a function's address compared with nullptr as a constant expression.
 constexpr bool complete(const KernelTable& t) {
   return t.name != nullptr && t.quantize_a32 != nullptr && t.quantize_a256 != nullptr &&
          t.f16_to_f32 != nullptr && t.f32_to_f16 != nullptr && t.dot_f32 != nullptr &&

@@ -254,6 +254,7 @@ constexpr KernelTable kScalar = {
     .dot_q5_k_il = nullptr,
     .dot_q6_k_il = nullptr,
     .dot_q8_0_grouped = nullptr,
+    .dot_q8_0_grouped_rows = nullptr,
 };
 
 }  // namespace

@@ -7,11 +7,13 @@
 #include <tbb/task_arena.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/cpu_path_internal.h"
 #include "kernels/cpu/grouped.h"
 #include "kernels/cpu/matvec.h"
+#include "kernels/quant/kernel_table.h"
 #include "kernels/quant/quant_error.h"
 #include "tests/kernels/quant_test_util.h"
 #include "tests/test_skip.h"
@@ -130,4 +132,46 @@ TEST_CASE("grouping refuses what it cannot group, and the grouped layout needs i
   // The scalar path cannot run grouped rows made under a SIMD one: a clear error, not garbage.
   ScopedCpuPath scalar(CpuPath::Scalar);
   CHECK_THROWS_WITH(matvec(g.view, x.data(), y.data()), Catch::Contains("CPU path scalar"));
+}
+
+TEST_CASE("grouped q8_0: one call over many rows gives each row's own call's bits",
+          "[quant][grouped]") {
+  const auto paths = simd_paths();
+  if (paths.empty())
+    VSYNTH_SKIP("no SIMD path on this CPU: the scalar table has no grouped kernel");
+  CHECK(detail::kernels_for(CpuPath::Scalar).dot_q8_0_grouped_rows == nullptr);
+  for (CpuPath path : paths) {
+    const auto& kt = detail::kernels_for(path);
+    REQUIRE(kt.dot_q8_0_grouped_rows != nullptr);
+    ScopedCpuPath scoped(path);
+    // k = 128 (a 4-block row), 416 (a group and a 5-block tail), 640 (two groups and the
+    // 4-block tail: the default model's output projection).
+    for (int64_t nb : {4, 13, 20}) {
+      const int64_t k = 32 * nb, rows = 37;
+      const QuantMatrix m = make_matrix(DType::Q8_0, rows, k, static_cast<uint32_t>(3 * nb + 2));
+      const GroupedWeight g = group_q8_0(plain_view(m));
+      const auto* w = static_cast<const std::byte*>(g.view.data);
+      // 16 interleaved activation columns, 64-byte aligned as matmul lays them out.
+      const size_t ab = detail::act_row_bytes_a32il(k);
+      std::vector<std::byte> buf(16 * ab + 64);
+      void* p = buf.data();
+      size_t space = buf.size();
+      auto* act = static_cast<std::byte*>(std::align(64, 16 * ab, p, space));
+      const std::vector<float> X = random_values(16 * k, static_cast<uint32_t>(nb + 5));
+      for (int c = 0; c < 16; ++c) kt.quantize_a32il(X.data() + c * k, k, act + c * ab);
+      for (int ncols = 1; ncols <= 16; ++ncols) {
+        INFO("path " << to_string(path) << " blocks " << nb << " columns " << ncols);
+        // y_stride rows + 3: the rows kernel writes column c at c * y_stride and nothing between.
+        const size_t stride = rows + 3;
+        std::vector<float> want(ncols * stride, -1.0f), got(ncols * stride, -1.0f);
+        for (int64_t r = 0; r < rows; ++r) {
+          float col[16];
+          kt.dot_q8_0_grouped(k, w + r * g.view.row_bytes, act, ab, ncols, col);
+          for (int c = 0; c < ncols; ++c) want[c * stride + r] = col[c];
+        }
+        kt.dot_q8_0_grouped_rows(k, w, g.view.row_bytes, rows, act, ab, ncols, got.data(), stride);
+        REQUIRE(same_bits(got, want));
+      }
+    }
+  }
 }

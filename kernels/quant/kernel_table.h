@@ -41,8 +41,8 @@ using DotFn = void (*)(int64_t k, const void* w, const void* act, size_t act_str
 
 // The dot of rows [0, rows) of a weight matrix, `row_bytes` apart from w, with columns
 // [0, ncols): y[c * y_stride + r], each what the table's DotFn gives for that row. One call for
-// many rows: decode's output projection is 262,144 rows of 640 elements, so a call per row
-// paid its dispatch and column setup as often as it did a fifth of a row's work.
+// many rows: decode's output projection is 262,144 rows of only 640 elements, and a call per
+// row paid the column-count dispatch and the columns' setup once per row.
 using DotRowsFn = void (*)(int64_t k, const void* w, size_t row_bytes, int64_t rows,
                            const void* act, size_t act_stride, int ncols, float* y,
                            size_t y_stride);

@@ -2,8 +2,9 @@
 # Writes the forward-pass golden data the engine tests compare against
 # (tests/kernels/engine_golden_test.cpp) into .cache/golden-logits/ (git-ignored):
 # llama.cpp's teacher-forced logits on the default model and on the two synthetic golden models
-# (make_logits_golden.py; the file layout is in its docstring). Run by scripts/setup.sh after
-# the default model (setup-model.sh) and the synthetic models (setup-models.sh) are in place.
+# (make_logits_golden.py; the file layout is in its docstring). Run by scripts/test.sh after
+# scripts/setup.sh has put the default model (setup-model.sh) and the synthetic models
+# (setup-models.sh) in place.
 #
 # The reference is llama.cpp itself, from PyPI (llama-cpp-python, pinned below, with gguf and
 # numpy from requirements-models.txt) in .venv-bench/ (git-ignored; the benchmarks use it too).

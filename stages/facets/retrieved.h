@@ -45,7 +45,8 @@ class RetrievedFacet : public graph::Facet {
   double ms = 0;  // not in the record, which must not depend on timing
 
   // {served_by, degraded_reason?, min_score, searched_chunks, searched_files,
-  //  hits: [{path, name, kind, lines: [a, b], score, ranks: {lexical, dense, structural, usage},
+  //  hits: [{path, name, kind, lines: [a, b], score,
+  //          ranks: {lexical, dense, structural, usage, local},
   //          outside_task?: true (the hit carries its text)}]}
   nlohmann::json to_json() const override;
 };

@@ -1,4 +1,4 @@
-// One task's search (retrieval.search): the query, the four ranked lists, their fusion, the
+// One task's search (retrieval.search): the query, the five ranked lists, their fusion, the
 // adaptive threshold and the per-file cap, over the shared repository index and the task's
 // own overlay index, into a RetrievedFacet.
 //

@@ -100,6 +100,10 @@ struct MatmulKernel {
   detail::QuantizeActFn quantize;    // nullptr: float activations, used as they are
   size_t act_bytes;                  // bytes from one token's activations to the next
   detail::DotRowsFn rows = nullptr;  // dot over a run of rows in one call, where the table has it
+  // Where set, each tile's rows are unpacked once (unpacked_row_bytes apart) and `rows` takes
+  // the unpacked rows.
+  detail::UnpackRowsFn unpack = nullptr;
+  size_t unpacked_row_bytes = 0;
 };
 
 // Grouped Q8_0 rows take interleaved activations for one token as for many.
@@ -118,6 +122,16 @@ MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w) {
             static_cast<size_t>(k) * sizeof(float)};
   }
   const DotFn il = detail::dot_il_for(kt, t);
+  if (const detail::UnpackedA32 u = detail::unpacked_for(kt, t);
+      f == ActFormat::Q8A32 && u.unpack != nullptr && kt.quantize_a32il != nullptr) {
+    return {il,
+            detail::kMaxCols,
+            kt.quantize_a32il,
+            detail::act_row_bytes_a32il(k),
+            u.dot_rows,
+            u.unpack,
+            detail::unpacked_a32_row_bytes(k)};
+  }
   if (f == ActFormat::Q8A32 && il != nullptr && kt.quantize_a32il != nullptr) {
     return {il, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k)};
   }
@@ -270,24 +284,31 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
   const int64_t tok_blocks = (n + kTileTokens - 1) / kTileTokens;
 
   const auto* base = static_cast<const std::byte*>(w.data);
-  // One tile: for each group of up to mk.cols tokens, every row of the block; the group's
-  // outputs are staged in `out` and copied to Y one contiguous token row at a time (writing Y
-  // in place would scatter stores rows * 4 bytes apart, which 4 KiB-aliases for 1024 or 2048
-  // rows and stalls the loads of the next dot).
-  const auto tile = [&](int64_t rb, int64_t tb) {
+  // Row block rb over token blocks [tb0, tb1): the block's rows unpacked once into `scratch`
+  // where the kernel takes unpacked rows; then for each group of up to mk.cols tokens, every row
+  // of the block. The group's outputs are staged in `out` and copied to Y one contiguous token
+  // row at a time (writing Y in place would scatter stores rows * 4 bytes apart, which
+  // 4 KiB-aliases for 1024 or 2048 rows and stalls the loads of the next dot).
+  const auto block = [&](int64_t rb, int64_t tb0, int64_t tb1, std::byte* scratch) {
     const int64_t r0 = rb * row_block, r1 = std::min(w.rows, r0 + row_block);
-    const int64_t t0 = tb * kTileTokens, t1 = std::min(n, t0 + kTileTokens);
+    const int64_t t0 = tb0 * kTileTokens, t1 = std::min(n, tb1 * kTileTokens);
+    const std::byte* rows = base + static_cast<size_t>(r0) * w.row_bytes;
+    size_t stride = w.row_bytes;
+    if (mk.unpack != nullptr) {
+      mk.unpack(k, rows, w.row_bytes, r1 - r0, scratch);
+      rows = scratch;
+      stride = mk.unpacked_row_bytes;
+    }
     alignas(64) float out[detail::kMaxCols][kTileMaxRows];
     float col[detail::kMaxCols];
     for (int64_t t = t0; t < t1; t += mk.cols) {
       const int cols = static_cast<int>(std::min<int64_t>(mk.cols, t1 - t));
       const std::byte* a = act + static_cast<size_t>(t) * act_bytes;
       if (mk.rows != nullptr) {
-        mk.rows(k, base + static_cast<size_t>(r0) * w.row_bytes, w.row_bytes, r1 - r0, a, act_bytes,
-                cols, &out[0][0], kTileMaxRows);
+        mk.rows(k, rows, stride, r1 - r0, a, act_bytes, cols, &out[0][0], kTileMaxRows);
       } else {
         for (int64_t r = r0; r < r1; ++r) {
-          dot(k, base + static_cast<size_t>(r) * w.row_bytes, a, act_bytes, cols, col);
+          dot(k, rows + static_cast<size_t>(r - r0) * stride, a, act_bytes, cols, col);
           for (int c = 0; c < cols; ++c) out[c][r - r0] = col[c];
         }
       }
@@ -297,13 +318,18 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
       }
     }
   };
+  // One row block's unpacked rows, per task (none where the kernel takes the plain rows).
+  const size_t scratch_bytes =
+      mk.unpack != nullptr ? static_cast<size_t>(row_block) * mk.unpacked_row_bytes : 0;
+  const auto make_scratch = [&] {
+    return std::unique_ptr<std::byte[]>(scratch_bytes > 0 ? new std::byte[scratch_bytes] : nullptr);
+  };
 
   const int64_t tiles = row_blocks * tok_blocks;
   if (tiles <= 1 || threads == 1) {
     // Row block outer: its weights stay cached while every token passes over them.
-    for (int64_t rb = 0; rb < row_blocks; ++rb) {
-      for (int64_t tb = 0; tb < tok_blocks; ++tb) tile(rb, tb);
-    }
+    const auto scratch = make_scratch();
+    for (int64_t rb = 0; rb < row_blocks; ++rb) block(rb, 0, tok_blocks, scratch.get());
     return;
   }
   // Each task takes whole row blocks over all tokens when there are enough row blocks for every
@@ -312,9 +338,8 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, row_blocks, 1),
         [&](const tbb::blocked_range<int64_t>& r) {
-          for (int64_t rb = r.begin(); rb < r.end(); ++rb) {
-            for (int64_t tb = 0; tb < tok_blocks; ++tb) tile(rb, tb);
-          }
+          const auto scratch = make_scratch();
+          for (int64_t rb = r.begin(); rb < r.end(); ++rb) block(rb, 0, tok_blocks, scratch.get());
         },
         tbb::simple_partitioner());
     return;
@@ -322,7 +347,10 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
   tbb::parallel_for(
       tbb::blocked_range<int64_t>(0, tiles, 1),
       [&](const tbb::blocked_range<int64_t>& r) {
-        for (int64_t i = r.begin(); i < r.end(); ++i) tile(i / tok_blocks, i % tok_blocks);
+        const auto scratch = make_scratch();
+        for (int64_t i = r.begin(); i < r.end(); ++i) {
+          block(i / tok_blocks, i % tok_blocks, i % tok_blocks + 1, scratch.get());
+        }
       },
       tbb::simple_partitioner());
 }

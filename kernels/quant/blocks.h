@@ -130,6 +130,17 @@ inline constexpr int kQ8A32ILGroup = 8;
 // 34 * nbp bytes per row: the same bytes as the plain row when nb is a multiple of 8 or ends in
 // a 4-block tail (every row of the default model).
 
+// ---- Unpacked 32-element weight rows (matmul's scratch, made per tile, never stored) ----
+//
+// The VNNI table's prefill of Q4_0 / Q5_0 / Q8_0 unpacks a tile's weight rows once for all its
+// tokens (kernel_table.h, UnpackedA32): each row padded to nbp blocks as the interleaved
+// activation row above, and each group of 8 blocks stored as its 256 codes as unsigned bytes
+// (Q4_0 / Q5_0 codes as they are, Q8_0's biased by 128) in the interleaved activation order
+// (code 4i + e of block j at byte 32i + 4j + e), then its 8 float scales; the 4-block tail
+// group as 128 codes (byte 32(i % 4) + 16(i / 4) + 4j + e) and 4 scales. 36 * nbp bytes per
+// row; padding blocks have codes and scale 0.
+inline constexpr size_t kUnpackedA32BytesPerBlock = 36;
+
 // Paired with the K-quants (Q4_K, Q5_K, Q6_K): one scale per 256 elements (ggml's Q8_K choice,
 // so a super-block's integer dot needs a single float multiply), sums per 16 elements (the
 // granularity of Q6_K's scales; Q4_K/Q5_K add neighbouring pairs for their 32-element mins).

@@ -62,6 +62,23 @@ DotFn dot_il_for(const KernelTable& table, DType t) {
   }
 }
 
+size_t unpacked_a32_row_bytes(int64_t k) {
+  return act_row_bytes_a32il(k) / kQ8A32BytesPerBlock * kUnpackedA32BytesPerBlock;
+}
+
+UnpackedA32 unpacked_for(const KernelTable& table, DType t) {
+  switch (t) {
+    case DType::Q4_0:
+      return table.q4_0_unpacked;
+    case DType::Q5_0:
+      return table.q5_0_unpacked;
+    case DType::Q8_0:
+      return table.q8_0_unpacked;
+    default:
+      return {nullptr, nullptr};
+  }
+}
+
 DotFn dot_for(const KernelTable& table, DType t) {
   switch (t) {
     case DType::F32:

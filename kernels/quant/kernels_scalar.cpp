@@ -255,6 +255,9 @@ constexpr KernelTable kScalar = {
     .dot_q6_k_il = nullptr,
     .dot_q8_0_grouped = nullptr,
     .dot_q8_0_grouped_rows = nullptr,
+    .q4_0_unpacked = {nullptr, nullptr},
+    .q5_0_unpacked = {nullptr, nullptr},
+    .q8_0_unpacked = {nullptr, nullptr},
 };
 
 }  // namespace

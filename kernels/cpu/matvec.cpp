@@ -122,15 +122,13 @@ MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w) {
             static_cast<size_t>(k) * sizeof(float)};
   }
   const DotFn il = detail::dot_il_for(kt, t);
-  if (const detail::UnpackedA32 u = detail::unpacked_for(kt, t);
-      f == ActFormat::Q8A32 && u.unpack != nullptr && kt.quantize_a32il != nullptr) {
-    return {il,
-            detail::kMaxCols,
-            kt.quantize_a32il,
-            detail::act_row_bytes_a32il(k),
-            u.dot_rows,
-            u.unpack,
-            detail::unpacked_a32_row_bytes(k)};
+  if (const detail::Unpacked u = detail::unpacked_for(kt, t); u.unpack != nullptr) {
+    const bool a32 = f == ActFormat::Q8A32;
+    const detail::QuantizeActFn q = a32 ? kt.quantize_a32il : kt.quantize_a256il;
+    const size_t ab = a32 ? detail::act_row_bytes_a32il(k) : detail::act_row_bytes_a256il(k);
+    if (q != nullptr) {
+      return {il, detail::kMaxCols, q, ab, u.dot_rows, u.unpack, detail::unpacked_row_bytes(t, k)};
+    }
   }
   if (f == ActFormat::Q8A32 && il != nullptr && kt.quantize_a32il != nullptr) {
     return {il, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k)};

@@ -130,7 +130,7 @@ inline constexpr int kQ8A32ILGroup = 8;
 // 34 * nbp bytes per row: the same bytes as the plain row when nb is a multiple of 8 or ends in
 // a 4-block tail (every row of the default model).
 
-// ---- Unpacked 32-element weight rows (matmul's scratch, made per tile, never stored) ----
+// ---- Unpacked weight rows (matmul's scratch, made per tile, never stored) ----
 //
 // The VNNI table's prefill of Q4_0 / Q5_0 / Q8_0 unpacks a tile's weight rows once for all its
 // tokens (kernel_table.h, UnpackedA32): each row padded to nbp blocks as the interleaved
@@ -140,6 +140,13 @@ inline constexpr int kQ8A32ILGroup = 8;
 // group as 128 codes (byte 32(i % 4) + 16(i / 4) + 4j + e) and 4 scales. 36 * nbp bytes per
 // row; padding blocks have codes and scale 0.
 inline constexpr size_t kUnpackedA32BytesPerBlock = 36;
+
+// The same for the K-quants (Q4_K, Q5_K, Q6_K): per super-block its 256 codes as unsigned bytes
+// in the interleaved Q8A256 activation order below (byte 32v + 4L + e: code 32L + 4v + e), then
+// its scales in the form the kernels' float step takes, four 32-byte vectors (Q4_K / Q5_K: the
+// sub-block scales as int32, the mins as int16 pairs, [d, d, -dmin, -dmin] x 2 as floats, zero;
+// Q6_K: the even and the odd sub-blocks' scales as int32, all 16 as int16, d x 8 as floats).
+inline constexpr size_t kUnpackedKBytesPerBlock = 384;
 
 // Paired with the K-quants (Q4_K, Q5_K, Q6_K): one scale per 256 elements (ggml's Q8_K choice,
 // so a super-block's integer dot needs a single float multiply), sums per 16 elements (the

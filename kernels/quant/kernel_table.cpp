@@ -62,11 +62,14 @@ DotFn dot_il_for(const KernelTable& table, DType t) {
   }
 }
 
-size_t unpacked_a32_row_bytes(int64_t k) {
+size_t unpacked_row_bytes(DType t, int64_t k) {
+  if (act_format(t) == ActFormat::Q8A256) {
+    return static_cast<size_t>(k / kQKK) * kUnpackedKBytesPerBlock;
+  }
   return act_row_bytes_a32il(k) / kQ8A32BytesPerBlock * kUnpackedA32BytesPerBlock;
 }
 
-UnpackedA32 unpacked_for(const KernelTable& table, DType t) {
+Unpacked unpacked_for(const KernelTable& table, DType t) {
   switch (t) {
     case DType::Q4_0:
       return table.q4_0_unpacked;
@@ -74,6 +77,12 @@ UnpackedA32 unpacked_for(const KernelTable& table, DType t) {
       return table.q5_0_unpacked;
     case DType::Q8_0:
       return table.q8_0_unpacked;
+    case DType::Q4_K:
+      return table.q4_k_unpacked;
+    case DType::Q5_K:
+      return table.q5_k_unpacked;
+    case DType::Q6_K:
+      return table.q6_k_unpacked;
     default:
       return {nullptr, nullptr};
   }

@@ -47,18 +47,20 @@ using DotRowsFn = void (*)(int64_t k, const void* w, size_t row_bytes, int64_t r
                            const void* act, size_t act_stride, int ncols, float* y,
                            size_t y_stride);
 
-// Prefill of the 32-element types on weights unpacked once per matmul tile (the VNNI table):
-// `rows` plain weight rows, row_bytes apart at w, written as unpacked rows of
-// unpacked_a32_row_bytes(k) bytes each at out (blocks.h, "Unpacked 32-element weight rows").
+// Prefill on weights unpacked once per matmul tile (the VNNI table): `rows` plain weight rows,
+// row_bytes apart at w, written as unpacked rows of unpacked_row_bytes(t, k) bytes each at out
+// (blocks.h, "Unpacked weight rows").
 using UnpackRowsFn = void (*)(int64_t k, const void* w, size_t row_bytes, int64_t rows, void* out);
 
-// Bytes of one unpacked row of k elements (k a multiple of 32).
-size_t unpacked_a32_row_bytes(int64_t k);
+// Bytes of one unpacked row of k elements of type t (Q4_0/Q5_0/Q8_0 or a K-quant; k a multiple
+// of its block size).
+size_t unpacked_row_bytes(DType t, int64_t k);
 
 // A type's unpacker and the DotRowsFn that takes its unpacked rows (row_bytes: the unpacked
-// rows' stride) with interleaved Q8A32 activations; each output bit-identical to the type's
-// prefill kernel dot_*_il on the plain row. Both nullptr where a table has none.
-struct UnpackedA32 {
+// rows' stride) with the type's interleaved activations (Q8A32 or Q8A256); each output
+// bit-identical to the type's prefill kernel dot_*_il on the plain row. Both nullptr where a
+// table has none.
+struct Unpacked {
   UnpackRowsFn unpack;
   DotRowsFn dot_rows;
 };
@@ -115,11 +117,14 @@ struct KernelTable {
   DotFn dot_q8_0_grouped;
   // dot_q8_0_grouped over many rows in one call (bit-identical row by row); nullptr with it.
   DotRowsFn dot_q8_0_grouped_rows;
-  // Q4_0 / Q5_0 / Q8_0 prefill on unpacked rows (matmul prefers it where set: the VNNI table,
-  // whose 32 vector registers hold a tile of two rows by four tokens).
-  UnpackedA32 q4_0_unpacked;
-  UnpackedA32 q5_0_unpacked;
-  UnpackedA32 q8_0_unpacked;
+  // Prefill on unpacked rows (matmul prefers it where set: the VNNI table, whose 32 vector
+  // registers hold a tile of two or three rows by four tokens).
+  Unpacked q4_0_unpacked;
+  Unpacked q5_0_unpacked;
+  Unpacked q8_0_unpacked;
+  Unpacked q4_k_unpacked;
+  Unpacked q5_k_unpacked;
+  Unpacked q6_k_unpacked;
 };
 
 // Whether every entry of t is set. Tables are written with designated initializers (an entry is
@@ -143,7 +148,7 @@ DotFn dot_for(const KernelTable& table, DType t);
 DotFn dot_il_for(const KernelTable& table, DType t);
 
 // The unpacked-row prefill kernels of table for t; both nullptr if t has none there.
-UnpackedA32 unpacked_for(const KernelTable& table, DType t);
+Unpacked unpacked_for(const KernelTable& table, DType t);
 
 const KernelTable& scalar_kernels();
 // nullptr when this build has no AVX2 translation unit (non-x86 targets). Whether the CPU can

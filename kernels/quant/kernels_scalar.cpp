@@ -258,6 +258,9 @@ constexpr KernelTable kScalar = {
     .q4_0_unpacked = {nullptr, nullptr},
     .q5_0_unpacked = {nullptr, nullptr},
     .q8_0_unpacked = {nullptr, nullptr},
+    .q4_k_unpacked = {nullptr, nullptr},
+    .q5_k_unpacked = {nullptr, nullptr},
+    .q6_k_unpacked = {nullptr, nullptr},
 };
 
 }  // namespace

@@ -150,50 +150,67 @@ TEST_CASE("prefill dot kernels are bit-identical to the row kernels, 1..8 column
   }
 }
 
+// Rows [0, kRows) of m unpacked by u, then u.dot_rows over 1..kRows rows by 1..kMaxCols
+// interleaved activation columns (abytes apart at acts) against dot_*_il (il) on each plain row.
+static void check_unpacked(const detail::Unpacked& u, detail::DotFn il, const QuantMatrix& m,
+                    const std::vector<uint8_t>& acts, size_t abytes) {
+  constexpr int kCols = detail::kMaxCols;
+  const int64_t k = m.cols;
+  const size_t ub = detail::unpacked_row_bytes(m.type, k);
+  std::vector<uint8_t> unpacked(ub * static_cast<size_t>(m.rows));  // exactly sized, for ASan
+  u.unpack(k, m.data.data(), m.row_bytes, m.rows, unpacked.data());
+  for (int64_t rows = 1; rows <= m.rows; ++rows) {
+    for (int n = 1; n <= kCols; ++n) {
+      INFO("rows " << rows << " columns " << n);
+      constexpr size_t kYStride = 9;  // not the row count: the stride is honoured
+      std::vector<float> y(kYStride * kCols, -1.0f);
+      u.dot_rows(k, unpacked.data(), ub, rows, acts.data(), abytes, n, y.data(), kYStride);
+      for (int64_t r = 0; r < rows; ++r) {
+        float ref[kCols];
+        il(k, m.data.data() + r * m.row_bytes, acts.data(), abytes, n, ref);
+        for (int c = 0; c < n; ++c) {
+          REQUIRE(std::memcmp(&y[c * kYStride + static_cast<size_t>(r)], &ref[c], sizeof(float)) ==
+                  0);
+        }
+      }
+      for (int c = 0; c < n; ++c) {  // nothing written past the rows asked for
+        for (int64_t r = rows; r < static_cast<int64_t>(kYStride); ++r) {
+          REQUIRE(y[c * kYStride + static_cast<size_t>(r)] == -1.0f);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("unpacked-row prefill kernels give each row's dot_*_il bits, any rows and columns",
           "[quant][prefill]") {
+  constexpr int kCols = detail::kMaxCols;
+  constexpr int64_t kRows = 7;  // whole row tiles of 2 and 3 and every remainder
   bool any = false;
   for (const detail::KernelTable* kt : simd_tables()) {
-    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
-      const detail::UnpackedA32 u = detail::unpacked_for(*kt, t);
+    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
+                    DType::Q6_K}) {
+      const detail::Unpacked u = detail::unpacked_for(*kt, t);
       if (u.unpack == nullptr) continue;
       any = true;
       REQUIRE(u.dot_rows != nullptr);
       const detail::DotFn il = detail::dot_il_for(*kt, t);
-      constexpr int kCols = detail::kMaxCols;
-      constexpr int64_t kRows = 7;  // three-row tiles and both remainders
-      for (int64_t nb : kBlockCounts) {
-        const int64_t k = 32 * nb;
+      const bool kq = is_k_quant(t);
+      for (int64_t nb : kq ? kSuperBlockCounts : kBlockCounts) {
+        INFO("table " << kt->name << " type " << name_of(t) << " blocks " << nb);
+        const int64_t k = (kq ? 256 : 32) * nb;
         const QuantMatrix m = make_matrix(t, kRows, k, static_cast<uint32_t>(700 + nb));
         const std::vector<float> X = random_values(kCols * k, static_cast<uint32_t>(nb + 90));
-        const size_t abi = detail::act_row_bytes_a32il(k);
-        std::vector<uint8_t> acti(abi * kCols);  // exactly sized: ASan sees a read past it
-        for (int c = 0; c < kCols; ++c)
-          kt->quantize_a32il(X.data() + c * k, k, acti.data() + c * abi);
-        // The unpacked rows, exactly sized too.
-        const size_t ub = detail::unpacked_a32_row_bytes(k);
-        std::vector<uint8_t> unpacked(ub * kRows);
-        u.unpack(k, m.data.data(), m.row_bytes, kRows, unpacked.data());
-        for (int64_t rows = 1; rows <= kRows; ++rows) {
-          for (int n = 1; n <= kCols; ++n) {
-            INFO("table " << kt->name << " type " << name_of(t) << " blocks " << nb << " rows "
-                          << rows << " columns " << n);
-            constexpr size_t kYStride = 9;  // not the row count: the stride is honoured
-            std::vector<float> y(kYStride * kCols, -1.0f);
-            u.dot_rows(k, unpacked.data(), ub, rows, acti.data(), abi, n, y.data(), kYStride);
-            for (int64_t r = 0; r < rows; ++r) {
-              float ref[kCols];
-              il(k, m.data.data() + r * m.row_bytes, acti.data(), abi, n, ref);
-              for (int c = 0; c < n; ++c) {
-                REQUIRE(std::memcmp(&y[c * kYStride + r], &ref[c], sizeof(float)) == 0);
-              }
-            }
-            for (int c = 0; c < n; ++c) {  // nothing written past the rows asked for
-              for (int64_t r = rows; r < static_cast<int64_t>(kYStride); ++r) {
-                REQUIRE(y[c * kYStride + r] == -1.0f);
-              }
-            }
+        if (kq) {
+          const KActs a = k_acts(*kt, X, k);
+          check_unpacked(u, il, m, a.il, a.il_bytes);
+        } else {
+          const size_t abi = detail::act_row_bytes_a32il(k);
+          std::vector<uint8_t> acti(abi * kCols);
+          for (int c = 0; c < kCols; ++c) {
+            kt->quantize_a32il(X.data() + c * k, k, acti.data() + c * abi);
           }
+          check_unpacked(u, il, m, acti, abi);
         }
       }
     }

@@ -228,18 +228,23 @@ VSYNTH_AVX2 inline void scores_4rows(const float* q0, size_t ldq, const E* K, in
 }
 
 // a[c .. c + 64) += sum_j p[j] * V[j][c .. c + 64), skipping zero weights: eight accumulators
-// stay in registers across the T value rows.
+// stay in registers across the T value rows. The loops over them are unrolled (pragma): GCC kept
+// them as loops, so acc lived on the stack and every FMA waited on a store and a reload of its
+// accumulator (prefill +10-13% at 512 tokens, +18-24% at 2048 once unrolled).
 template <class E>
 VSYNTH_AVX2 inline void accumulate_64cols(float* a, const float* p, const E* V, int T, size_t ldv,
                                           int c) {
   __m256 acc[8];
+#pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) acc[i] = _mm256_loadu_ps(a + c + 8 * i);
   for (int j = 0; j < T; ++j) {
     if (p[j] == 0.0f) continue;
     const __m256 pj = _mm256_set1_ps(p[j]);
     const E* v = V + static_cast<size_t>(j) * ldv + c;
+#pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(pj, load8(v + 8 * i), acc[i]);
   }
+#pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) _mm256_storeu_ps(a + c + 8 * i, acc[i]);
 }
 

@@ -201,14 +201,44 @@ VSYNTH_AVX2 inline __m256 load8(const int8_t* p) {
 }
 
 // S[r + i][j] = q_i . K[j] for the four query rows q_i = q0 + i * ldq and the T key rows of K
-// (d a multiple of 8): each key vector is loaded once for four FMAs.
+// (d a multiple of 8): each key vector is loaded once for four FMAs. Keys go in pairs, so eight
+// independent FMA chains are in flight (four, one key at a time, waited on the FMA latency:
+// ~1 FMA per cycle of the two the core can issue); each (row, key) sum still adds its products
+// in dimension order in one chain, so the result is the same whatever the pairing.
 template <class E>
 VSYNTH_AVX2 inline void scores_4rows(const float* q0, size_t ldq, const E* K, int T, size_t ldk,
                                      int d, float* S, size_t lds) {
   const float* q1 = q0 + ldq;
   const float* q2 = q1 + ldq;
   const float* q3 = q2 + ldq;
-  for (int j = 0; j < T; ++j) {
+  int j = 0;
+  for (; j + 2 <= T; j += 2) {
+    const E* k0 = K + static_cast<size_t>(j) * ldk;
+    const E* k1 = k0 + ldk;
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
+    for (int c = 0; c < d; c += 8) {
+      const __m256 kv0 = load8(k0 + c), kv1 = load8(k1 + c);
+      const __m256 x0 = _mm256_loadu_ps(q0 + c), x1 = _mm256_loadu_ps(q1 + c);
+      const __m256 x2 = _mm256_loadu_ps(q2 + c), x3 = _mm256_loadu_ps(q3 + c);
+      a[0] = _mm256_fmadd_ps(x0, kv0, a[0]);
+      a[1] = _mm256_fmadd_ps(x1, kv0, a[1]);
+      a[2] = _mm256_fmadd_ps(x2, kv0, a[2]);
+      a[3] = _mm256_fmadd_ps(x3, kv0, a[3]);
+      a[4] = _mm256_fmadd_ps(x0, kv1, a[4]);
+      a[5] = _mm256_fmadd_ps(x1, kv1, a[5]);
+      a[6] = _mm256_fmadd_ps(x2, kv1, a[6]);
+      a[7] = _mm256_fmadd_ps(x3, kv1, a[7]);
+    }
+    float* s = S + static_cast<size_t>(j);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      s[i * lds] = hsum(a[i]);
+      s[i * lds + 1] = hsum(a[4 + i]);
+    }
+  }
+  for (; j < T; ++j) {
     const E* k = K + static_cast<size_t>(j) * ldk;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();

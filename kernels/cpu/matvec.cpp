@@ -318,7 +318,7 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
   };
   // One row block's unpacked rows, per task (none where the kernel takes the plain rows).
   const size_t scratch_bytes =
-      mk.unpack != nullptr ? static_cast<size_t>(row_block) * mk.unpacked_row_bytes : 0;
+      mk.unpack != nullptr ? detail::unpacked_bytes(w.type, k, row_block) : 0;
   const auto make_scratch = [&] {
     return std::unique_ptr<std::byte[]>(scratch_bytes > 0 ? new std::byte[scratch_bytes] : nullptr);
   };

@@ -133,13 +133,18 @@ inline constexpr int kQ8A32ILGroup = 8;
 // ---- Unpacked weight rows (matmul's scratch, made per tile, never stored) ----
 //
 // The VNNI table's prefill of Q4_0 / Q5_0 / Q8_0 unpacks a tile's weight rows once for all its
-// tokens (kernel_table.h, UnpackedA32): each row padded to nbp blocks as the interleaved
-// activation row above, and each group of 8 blocks stored as its 256 codes as unsigned bytes
-// (Q4_0 / Q5_0 codes as they are, Q8_0's biased by 128) in the interleaved activation order
-// (code 4i + e of block j at byte 32i + 4j + e), then its 8 float scales; the 4-block tail
-// group as 128 codes (byte 32(i % 4) + 16(i / 4) + 4j + e) and 4 scales. 36 * nbp bytes per
-// row; padding blocks have codes and scale 0.
+// tokens (kernel_table.h, Unpacked) and stores them in row pairs (rows 2p and 2p + 1; an odd
+// last row pairs with a zero row), for kernels that hold one pair in a 512-bit vector. Each row
+// is padded to nbp blocks as the interleaved activation row above; each group of 8 blocks of a
+// pair is stored as 8 vectors of 64 bytes, vector i holding the first row's codes 4i..4i+3 of
+// its blocks 0-7 (code 4i + e of block j at byte 4j + e) and then the second row's, the codes
+// as unsigned bytes (Q4_0 / Q5_0 as they are, Q8_0's biased by 128); then 64 bytes of scales
+// (the first row's 8 floats, the second's). The 4-block tail group: 4 vectors of 64 bytes (each
+// row's half: dword i of block j at 4j, dword i + 4 at 16 + 4j), then each row's 4 scales
+// padded with 4 zeros. Per row that is 36 bytes a block and 160 for a tail group; padding
+// blocks have codes and scale 0.
 inline constexpr size_t kUnpackedA32BytesPerBlock = 36;
+inline constexpr size_t kUnpackedA32TailBytes = 160;
 
 // The same for the K-quants (Q4_K, Q5_K, Q6_K): per super-block its 256 codes as unsigned bytes
 // in the interleaved Q8A256 activation order below (byte 32v + 4L + e: code 32L + 4v + e), then

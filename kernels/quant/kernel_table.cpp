@@ -66,7 +66,15 @@ size_t unpacked_row_bytes(DType t, int64_t k) {
   if (act_format(t) == ActFormat::Q8A256) {
     return static_cast<size_t>(k / kQKK) * kUnpackedKBytesPerBlock;
   }
-  return act_row_bytes_a32il(k) / kQ8A32BytesPerBlock * kUnpackedA32BytesPerBlock;
+  const int64_t nbp = static_cast<int64_t>(act_row_bytes_a32il(k) / kQ8A32BytesPerBlock);
+  // Whole groups of 8 blocks: 36 bytes a block; a 4-block tail group: 160 (blocks.h).
+  return static_cast<size_t>(nbp / 8) * 8 * kUnpackedA32BytesPerBlock +
+         (nbp % 8 == 4 ? kUnpackedA32TailBytes : 0);
+}
+
+size_t unpacked_bytes(DType t, int64_t k, int64_t rows) {
+  const int64_t stored = act_format(t) == ActFormat::Q8A32 ? (rows + 1) / 2 * 2 : rows;
+  return unpacked_row_bytes(t, k) * static_cast<size_t>(stored);
 }
 
 Unpacked unpacked_for(const KernelTable& table, DType t) {

@@ -153,11 +153,12 @@ TEST_CASE("prefill dot kernels are bit-identical to the row kernels, 1..8 column
 // Rows [0, kRows) of m unpacked by u, then u.dot_rows over 1..kRows rows by 1..kMaxCols
 // interleaved activation columns (abytes apart at acts) against dot_*_il (il) on each plain row.
 static void check_unpacked(const detail::Unpacked& u, detail::DotFn il, const QuantMatrix& m,
-                    const std::vector<uint8_t>& acts, size_t abytes) {
+                           const std::vector<uint8_t>& acts, size_t abytes) {
   constexpr int kCols = detail::kMaxCols;
   const int64_t k = m.cols;
   const size_t ub = detail::unpacked_row_bytes(m.type, k);
-  std::vector<uint8_t> unpacked(ub * static_cast<size_t>(m.rows));  // exactly sized, for ASan
+  REQUIRE(detail::unpacked_bytes(m.type, k, m.rows) >= ub * static_cast<size_t>(m.rows));
+  std::vector<uint8_t> unpacked(detail::unpacked_bytes(m.type, k, m.rows));  // exact, for ASan
   u.unpack(k, m.data.data(), m.row_bytes, m.rows, unpacked.data());
   for (int64_t rows = 1; rows <= m.rows; ++rows) {
     for (int n = 1; n <= kCols; ++n) {
@@ -188,8 +189,7 @@ TEST_CASE("unpacked-row prefill kernels give each row's dot_*_il bits, any rows 
   constexpr int64_t kRows = 7;  // whole row tiles of 2 and 3 and every remainder
   bool any = false;
   for (const detail::KernelTable* kt : simd_tables()) {
-    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
-                    DType::Q6_K}) {
+    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
       const detail::Unpacked u = detail::unpacked_for(*kt, t);
       if (u.unpack == nullptr) continue;
       any = true;

@@ -73,8 +73,7 @@ size_t unpacked_row_bytes(DType t, int64_t k) {
 }
 
 size_t unpacked_bytes(DType t, int64_t k, int64_t rows) {
-  const int64_t stored = act_format(t) == ActFormat::Q8A32 ? (rows + 1) / 2 * 2 : rows;
-  return unpacked_row_bytes(t, k) * static_cast<size_t>(stored);
+  return unpacked_row_bytes(t, k) * static_cast<size_t>((rows + 1) / 2 * 2);  // row pairs
 }
 
 Unpacked unpacked_for(const KernelTable& table, DType t) {

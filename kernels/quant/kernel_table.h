@@ -53,8 +53,8 @@ using DotRowsFn = void (*)(int64_t k, const void* w, size_t row_bytes, int64_t r
 using UnpackRowsFn = void (*)(int64_t k, const void* w, size_t row_bytes, int64_t rows, void* out);
 
 // Bytes of one unpacked row of k elements of type t (Q4_0/Q5_0/Q8_0 or a K-quant; k a multiple
-// of its block size), and of `rows` unpacked rows (the 32-element types store rows in pairs, so
-// an odd count takes one row more).
+// of its block size), and of `rows` unpacked rows (stored in pairs, so an odd count takes one
+// row more).
 size_t unpacked_row_bytes(DType t, int64_t k);
 size_t unpacked_bytes(DType t, int64_t k, int64_t rows);
 

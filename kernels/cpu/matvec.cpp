@@ -38,6 +38,15 @@ constexpr int64_t kTileTokens = 64;
 constexpr int kRowKernelCols = 8;
 constexpr int64_t kTileMaxRows = 256;
 
+// Fewest tokens for which matmul unpacks a tile's rows (KernelTable::*_unpacked) rather than
+// calling dot_*_il. A batched decode step (2-8 rows, its weights streamed from DRAM) paid for
+// the unpacking more than the tiles gained: 2 / 4 / 8-row steps 1.39-1.41 / 1.52-1.55 /
+// 1.94-1.98x a one-row step with it, 1.14-1.16 / 1.31-1.32 / 1.78-1.80x without (bench_batching
+// --step-rounds 20 --steps-only --streams 1,2,4,8 --threads 1, three alternations); at 12 and
+// 16 tokens the unpacked tiles are faster (q5_0 640 x 1024: 139 vs 93 and 159 vs 154 GOPS hot,
+// bench_roofline --tokens 8,12,16).
+constexpr int64_t kUnpackMinTokens = 9;
+
 std::string label(const WeightView& w) {
   return w.name.empty() ? std::string("weight") : "tensor '" + std::string(w.name) + "'";
 }
@@ -112,7 +121,8 @@ MatmulKernel grouped_kernel(const KernelTable& kt, int64_t k) {
           kt.dot_q8_0_grouped_rows};
 }
 
-MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w) {
+// n: the tokens of the call (see kUnpackMinTokens).
+MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w, int64_t n) {
   const DType t = w.type;
   const int64_t k = w.cols;
   if (w.layout == WeightLayout::Q8_0Grouped) return grouped_kernel(kt, k);
@@ -122,7 +132,8 @@ MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w) {
             static_cast<size_t>(k) * sizeof(float)};
   }
   const DotFn il = detail::dot_il_for(kt, t);
-  if (const detail::Unpacked u = detail::unpacked_for(kt, t); u.unpack != nullptr) {
+  if (const detail::Unpacked u = detail::unpacked_for(kt, t);
+      u.unpack != nullptr && n >= kUnpackMinTokens) {
     const bool a32 = f == ActFormat::Q8A32;
     const detail::QuantizeActFn q = a32 ? kt.quantize_a32il : kt.quantize_a256il;
     const size_t ab = a32 ? detail::act_row_bytes_a32il(k) : detail::act_row_bytes_a256il(k);
@@ -255,7 +266,7 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
     return;
   }
   const int64_t k = w.cols;
-  const MatmulKernel mk = matmul_kernel(detail::active_kernels(), w);
+  const MatmulKernel mk = matmul_kernel(detail::active_kernels(), w, n);
   const DotFn dot = mk.dot;
 
   // Quantize every token's input once, into a 64-byte aligned buffer (the interleaved Q8A256

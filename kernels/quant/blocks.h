@@ -146,11 +146,13 @@ inline constexpr int kQ8A32ILGroup = 8;
 inline constexpr size_t kUnpackedA32BytesPerBlock = 36;
 inline constexpr size_t kUnpackedA32TailBytes = 160;
 
-// The same for the K-quants (Q4_K, Q5_K, Q6_K): per super-block its 256 codes as unsigned bytes
-// in the interleaved Q8A256 activation order below (byte 32v + 4L + e: code 32L + 4v + e), then
-// its scales in the form the kernels' float step takes, four 32-byte vectors (Q4_K / Q5_K: the
-// sub-block scales as int32, the mins as int16 pairs, [d, d, -dmin, -dmin] x 2 as floats, zero;
-// Q6_K: the even and the odd sub-blocks' scales as int32, all 16 as int16, d x 8 as floats).
+// The same for the K-quants (Q4_K, Q5_K, Q6_K), in row pairs too: per super-block of a pair, 12
+// vectors of 64 bytes, each the first row's 32 bytes then the second's: vectors 0-7 the 256
+// codes as unsigned bytes in the interleaved Q8A256 activation order below (byte 32v + 4L + e
+// of a row: code 32L + 4v + e), vectors 8-11 the scales in the form the kernels' float step
+// takes (Q4_K / Q5_K: the sub-block scales as int32, the mins as int16 pairs, [d, d, -dmin,
+// -dmin] x 2 as floats, zero; Q6_K: the even and the odd sub-blocks' scales as int32, all 16 as
+// int16, d x 8 as floats). 384 bytes per row and super-block.
 inline constexpr size_t kUnpackedKBytesPerBlock = 384;
 
 // Paired with the K-quants (Q4_K, Q5_K, Q6_K): one scale per 256 elements (ggml's Q8_K choice,

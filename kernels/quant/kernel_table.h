@@ -119,8 +119,8 @@ struct KernelTable {
   DotFn dot_q8_0_grouped;
   // dot_q8_0_grouped over many rows in one call (bit-identical row by row); nullptr with it.
   DotRowsFn dot_q8_0_grouped_rows;
-  // Prefill on unpacked rows (matmul prefers it where set: the VNNI table, whose 32 vector
-  // registers hold a tile of two or three rows by four tokens).
+  // Prefill on unpacked rows (matmul prefers it where set: the VNNI table, whose 32 zmm
+  // registers hold a tile of four or six rows by four tokens).
   Unpacked q4_0_unpacked;
   Unpacked q5_0_unpacked;
   Unpacked q8_0_unpacked;

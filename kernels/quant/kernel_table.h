@@ -48,8 +48,8 @@ using DotRowsFn = void (*)(int64_t k, const void* w, size_t row_bytes, int64_t r
                            size_t y_stride);
 
 // Prefill on weights unpacked once per matmul tile (the VNNI table): `rows` plain weight rows,
-// row_bytes apart at w, written as unpacked rows of unpacked_row_bytes(t, k) bytes each at out
-// (blocks.h, "Unpacked weight rows").
+// row_bytes apart at w, written at out as unpacked rows in row pairs, unpacked_bytes(t, k, rows)
+// bytes in all (blocks.h, "Unpacked weight rows").
 using UnpackRowsFn = void (*)(int64_t k, const void* w, size_t row_bytes, int64_t rows, void* out);
 
 // Bytes of one unpacked row of k elements of type t (Q4_0/Q5_0/Q8_0 or a K-quant; k a multiple

@@ -186,7 +186,7 @@ static void check_unpacked(const detail::Unpacked& u, detail::DotFn il, const Qu
 TEST_CASE("unpacked-row prefill kernels give each row's dot_*_il bits, any rows and columns",
           "[quant][prefill]") {
   constexpr int kCols = detail::kMaxCols;
-  constexpr int64_t kRows = 7;  // whole row tiles of 2 and 3 and every remainder
+  constexpr int64_t kRows = 7;  // tiles of 4 and 6 rows, every remainder, odd counts
   bool any = false;
   for (const detail::KernelTable* kt : simd_tables()) {
     for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {

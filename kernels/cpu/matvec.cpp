@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/cpu_path_internal.h"
 #include "kernels/cpu/grouped.h"
@@ -257,12 +258,22 @@ void matvec(const WeightView& w, const float* x, float* y) {
 }
 
 void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
-  validate_weight_view(w);
   if (n < 0) throw QuantError("matmul on " + label(w) + ": negative token count");
+  if (Y == nullptr && n > 0) throw QuantError("matmul on " + label(w) + ": null X or Y");
+  std::vector<float*> rows(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) rows[static_cast<size_t>(t)] = Y + t * w.rows;
+  matmul(w, X, rows);
+}
+
+void matmul(const WeightView& w, const float* X, std::span<float* const> Y) {
+  validate_weight_view(w);
+  const auto n = static_cast<int64_t>(Y.size());
   if (n == 0 || w.rows == 0) return;
-  if (X == nullptr || Y == nullptr) throw QuantError("matmul on " + label(w) + ": null X or Y");
+  if (X == nullptr || std::find(Y.begin(), Y.end(), nullptr) != Y.end()) {
+    throw QuantError("matmul on " + label(w) + ": null X or Y");
+  }
   if (n == 1) {
-    matvec(w, X, Y);
+    matvec(w, X, Y[0]);
     return;
   }
   const int64_t k = w.cols;
@@ -322,7 +333,7 @@ void matmul(const WeightView& w, const float* X, int64_t n, float* Y) {
         }
       }
       for (int c = 0; c < cols; ++c) {
-        std::memcpy(Y + (t + c) * w.rows + r0, out[c],
+        std::memcpy(Y[static_cast<size_t>(t + c)] + r0, out[c],
                     static_cast<size_t>(r1 - r0) * sizeof(float));
       }
     }

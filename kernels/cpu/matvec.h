@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "kernels/dtype.h"
@@ -57,6 +58,11 @@ void matvec(const WeightView& w, const float* x, float* y);
 // Y[n][w.rows] = X[n][w.cols] . W^T, row-major: token t reads X + t * w.cols and writes
 // Y + t * w.rows. n = 1 is matvec. X and Y must not overlap.
 void matmul(const WeightView& w, const float* X, int64_t n, float* Y);
+
+// The same with each token's outputs at its own address: token t = 0..Y.size()-1 reads
+// X + t * w.cols and writes Y[t][w.rows] (a batched step's logits straight into each
+// sequence's buffer, no gather-and-copy). The outputs must not overlap X or each other.
+void matmul(const WeightView& w, const float* X, std::span<float* const> Y);
 
 // out[i][w.cols] = row ids[i] of W decoded to floats, for i < n (embedding lookup).
 // Throws QuantError naming the offending position if an id is outside [0, w.rows).

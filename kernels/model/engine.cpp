@@ -64,7 +64,6 @@ int32_t chunk_tokens(int32_t pos, int32_t left) {
 // Activation buffers of one forward pass over M tokens (every row of a batch concatenated).
 struct Scratch {
   std::vector<float> x, h, q, k, v, att, o, g, u;
-  std::vector<float> logits;  // batched steps: the wanted rows' logits before they are handed out
   void reserve(const ModelConfig& c, int32_t m) {
     const size_t M = static_cast<size_t>(m), d = static_cast<size_t>(c.d_model);
     const size_t F = static_cast<size_t>(c.ffn_dim);
@@ -110,18 +109,25 @@ void rms_norm(const vec::Kernels& vk, const float* x, const float* w, float* y, 
 // y = x W^T for m rows. Float weight types take float inputs in our kernels; ggml converts the
 // inputs to the weight's type first (f16 / bf16), so round a copy the same way here to keep our
 // logits comparable with llama.cpp's. Quantized types quantize their inputs inside matmul.
-void linear(const WeightView& w, const float* x, int32_t m, float* y) {
+void linear(const WeightView& w, const float* x, std::span<float* const> y) {
   if (w.type != DType::F16 && w.type != DType::BF16) {
-    matmul(w, x, m, y);
+    matmul(w, x, y);
     return;
   }
-  const size_t n = static_cast<size_t>(m) * static_cast<size_t>(w.cols);
+  const size_t n = y.size() * static_cast<size_t>(w.cols);
   std::vector<float> r(n);
   for (size_t i = 0; i < n; ++i) {
     r[i] =
         w.type == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x[i])) : bf16_to_fp32(fp32_to_bf16(x[i]));
   }
-  matmul(w, r.data(), m, y);
+  matmul(w, r.data(), y);
+}
+
+void linear(const WeightView& w, const float* x, int32_t m, float* y) {
+  std::vector<float*> rows(static_cast<size_t>(m));
+  for (int32_t t = 0; t < m; ++t)
+    rows[static_cast<size_t>(t)] = y + static_cast<size_t>(t) * w.rows;
+  linear(w, x, rows);
 }
 
 // Decode (one token): several matvecs that read the same input run as one parallel region,
@@ -604,14 +610,27 @@ void forward_chunks(const ModelImpl& model, std::span<const Chunk> chunks, Scrat
     for (size_t i = 0; i < static_cast<size_t>(M) * d; ++i) s.x[i] *= c.embed_scale;
   }
 
-  // Layers.
+  // Layers. Attention runs per chunk, the chunks side by side: a decode row's attention over a
+  // short context is one task, so one chunk after another would leave the other threads idle
+  // through every row of a batched step. (Each chunk touches only its own sequence's KV; its
+  // result does not depend on what runs beside it.)
   std::vector<ChunkAngles> angles(chunks.size());
+  std::vector<size_t> first_row(chunks.size());
+  for (size_t i = 1; i < chunks.size(); ++i) {
+    first_row[i] = first_row[i - 1] + static_cast<size_t>(chunks[i - 1].m);
+  }
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = W.layers[static_cast<size_t>(l)];
     attention_in(c, L, vk, M, s);
-    for (size_t i = 0, off = 0; i < chunks.size(); off += static_cast<size_t>(chunks[i].m), ++i) {
+    const auto attend = [&](size_t i) {
+      const size_t off = first_row[i];
       chunks[i].seq->attend(l, chunks[i].m, angles[i], s.q.data() + off * qn, s.k.data() + off * kn,
                             s.v.data() + off * vn, s.att.data() + off * an);
+    };
+    if (chunks.size() == 1) {
+      attend(0);
+    } else {
+      tbb::parallel_for(size_t{0}, chunks.size(), attend);
     }
     attention_out(c, L, vk, M, s);
     ffn_block(c, L, vk, M, s);
@@ -629,23 +648,17 @@ void forward_chunks(const ModelImpl& model, std::span<const Chunk> chunks, Scrat
     return;
   }
   size_t row = 0;
-  for (size_t i = 0, off = 0; i < chunks.size(); off += static_cast<size_t>(chunks[i].m), ++i) {
+  std::vector<float*> out;  // each wanted row's logits, in its chunk's buffer
+  for (size_t i = 0; i < chunks.size(); ++i) {
     const size_t n = static_cast<size_t>(chunks[i].m - chunks[i].first_logit_row);
-    const float* xr = s.x.data() + (off + static_cast<size_t>(chunks[i].first_logit_row)) * d;
+    const float* xr =
+        s.x.data() + (first_row[i] + static_cast<size_t>(chunks[i].first_logit_row)) * d;
     std::copy(xr, xr + n * d, s.o.data() + row * d);
+    for (size_t j = 0; j < n; ++j) out.push_back(chunks[i].logits_out + j * V);
     row += n;
   }
   rms_norm(vk, s.o.data(), W.output_norm, s.h.data(), logit_rows, c.d_model, c.rms_eps);
-  if (s.logits.size() < static_cast<size_t>(logit_rows) * V) {
-    s.logits.resize(static_cast<size_t>(logit_rows) * V);
-  }
-  linear(W.output, s.h.data(), logit_rows, s.logits.data());
-  row = 0;
-  for (const Chunk& ch : chunks) {
-    const size_t n = static_cast<size_t>(ch.m - ch.first_logit_row);
-    std::copy(s.logits.data() + row * V, s.logits.data() + (row + n) * V, ch.logits_out);
-    row += n;
-  }
+  linear(W.output, s.h.data(), out);
 }
 
 }  // namespace

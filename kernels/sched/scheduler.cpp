@@ -247,6 +247,7 @@ void SchedulerCore::loop() {
     const double ms = ms_between(t0, t1);
     lk.lock();
     free_since = t1;
+    stats.busy_ms += ms;
     step_ms = stats.steps == 1 ? ms : (1 - kEmaWeight) * step_ms + kEmaWeight * ms;
   }
   // Shutdown: fail what is still queued.

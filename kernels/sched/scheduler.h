@@ -68,6 +68,7 @@ struct SchedulerStats {
   double mean_rows = 0.0;    // rows per step, exponential moving average
   int32_t batch_target = 1;  // rows the gather waits for (served + expected new requests)
   int64_t full_windows = 0;  // gathers that ran to the window's end (rows still expected)
+  double busy_ms = 0.0;      // time spent in steps (the rest: gathering and idle)
   // Per submission (the last 4096): submission to the start of its first step, and the part of
   // that the window added (from the later of submission and the previous step's end).
   std::vector<double> wait_ms;

@@ -345,9 +345,9 @@ int main(int argc, char** argv) {
   }
 
   // Part 1: concurrent streams vs the same requests one at a time.
-  std::printf("\n%7s %12s %12s %7s %10s %10s %8s %9s %9s %9s %5s\n", "streams", "serial_tok/s",
-              "batch_tok/s", "ratio", "itl_p50", "lone_p50", "itl_x", "wait_p95", "window_p95",
-              "rows/step", "same");
+  std::printf("\n%7s %12s %12s %7s %10s %10s %8s %9s %9s %9s %8s %8s %5s\n", "streams",
+              "serial_tok/s", "batch_tok/s", "ratio", "itl_p50", "lone_p50", "itl_x", "wait_p95",
+              "window_p95", "rows/step", "step_ms", "gap_ms", "same");
   // A warm-up request first (discarded): the first pass over the weights pays page faults and
   // the CPU's clock ramp, which would land on round 1's lone stream alone.
   run_one(model->new_sequence(), tok, 0, new_tokens);
@@ -395,12 +395,16 @@ int main(int argc, char** argv) {
       const double ser_tps = toks / ser_ms * 1000, bat_tps = toks / bat_ms * 1000;
       const double itl_p50 = pct(itl, 0.5);
       const double rows_per_step = static_cast<double>(st.rows) / std::max<int64_t>(1, st.steps);
+      // Mean step time, and the mean time between steps (gathering, hand-offs, sampling).
+      const double step_ms = st.busy_ms / static_cast<double>(std::max<int64_t>(1, st.steps));
+      const double gap_ms =
+          (bat_ms - st.busy_ms) / static_cast<double>(std::max<int64_t>(1, st.steps));
       ratios[S].push_back(bat_tps / ser_tps);
       itl_ratios[S].push_back(itl_p50 / lone_p50);
-      std::printf("%7d %12.1f %12.1f %7.2f %10.2f %10.2f %8.2f %9.2f %9.2f %9.2f %5s\n", S, ser_tps,
-                  bat_tps, bat_tps / ser_tps, itl_p50, lone_p50, itl_p50 / lone_p50,
-                  pct(st.wait_ms, 0.95), pct(st.window_wait_ms, 0.95), rows_per_step,
-                  same ? "yes" : "NO");
+      std::printf("%7d %12.1f %12.1f %7.2f %10.2f %10.2f %8.2f %9.2f %9.2f %9.2f %8.2f %8.2f %5s\n",
+                  S, ser_tps, bat_tps, bat_tps / ser_tps, itl_p50, lone_p50, itl_p50 / lone_p50,
+                  pct(st.wait_ms, 0.95), pct(st.window_wait_ms, 0.95), rows_per_step, step_ms,
+                  gap_ms, same ? "yes" : "NO");
       out["streams"].push_back({{"round", round + 1},
                                 {"streams", S},
                                 {"serial_tok_s", ser_tps},
@@ -412,6 +416,8 @@ int main(int argc, char** argv) {
                                 {"window_wait_p95_ms", pct(st.window_wait_ms, 0.95)},
                                 {"wait_p95_ms", pct(st.wait_ms, 0.95)},
                                 {"rows_per_step", rows_per_step},
+                                {"step_ms", step_ms},
+                                {"gap_ms", gap_ms},
                                 {"same_tokens", same}});
     }
 

@@ -283,6 +283,38 @@ TEST_CASE("matmul matches the reference and matvec for awkward token counts", "[
   }
 }
 
+TEST_CASE("matmul to per-token addresses writes each token's row where it is told",
+          "[quant][matmul]") {
+  for (DType t : {DType::Q8_0, DType::Q5_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
+    const int64_t k = is_k_quant(t) ? 256 : 64;
+    const QuantMatrix m = make_matrix(t, 37, k, 99);
+    for (int64_t n : {1, 3, 4, 9, 70}) {  // matvec, few-column kernels, tiles
+      const std::vector<float> X = random_values(n * k, static_cast<uint32_t>(7 * n));
+      std::vector<float> Y(static_cast<size_t>(n * m.rows));
+      matmul(view_of(m), X.data(), n, Y.data());
+      // Rows in reverse order with a guard gap between them: no row spills into another.
+      const size_t stride = static_cast<size_t>(m.rows) + 5;
+      std::vector<float> buf(static_cast<size_t>(n) * stride, -7.0f);
+      std::vector<float*> out(static_cast<size_t>(n));
+      for (int64_t tok = 0; tok < n; ++tok) {
+        out[static_cast<size_t>(tok)] = buf.data() + static_cast<size_t>(n - 1 - tok) * stride;
+      }
+      matmul(view_of(m), X.data(), out);
+      INFO("type " << name_of(t) << " n " << n);
+      for (int64_t tok = 0; tok < n; ++tok) {
+        const float* y = out[static_cast<size_t>(tok)];
+        REQUIRE(std::memcmp(y, Y.data() + tok * m.rows, sizeof(float) * m.rows) == 0);
+        for (size_t g = 0; g < 5; ++g) REQUIRE(y[m.rows + g] == -7.0f);
+      }
+    }
+  }
+  const QuantMatrix m = make_matrix(DType::Q8_0, 4, 32, 1);
+  const std::vector<float> x(64, 1.0f);
+  std::vector<float> y(4);
+  std::vector<float*> bad = {y.data(), nullptr};
+  REQUIRE_THROWS_WITH(matmul(view_of(m), x.data(), bad), Catch::Contains("null X or Y"));
+}
+
 TEST_CASE("threading: many rows, rows fewer than threads, 1 vs 2 threads", "[quant][matmul]") {
   for (DType t : {DType::Q8_0, DType::Q4_K, DType::F16}) {
     const int64_t k = is_k_quant(t) ? 256 : 64;

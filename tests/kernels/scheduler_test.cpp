@@ -5,6 +5,7 @@
 // with sleeps.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <future>
 #include <string>
 #include <thread>
@@ -125,6 +126,8 @@ TEST_CASE("scheduler: a long prefill runs in chunks beside decodes", "[scheduler
   a->prefill(head);
   b->prefill(other);
   const int64_t steps0 = s.stats().steps, rows0 = s.stats().rows;
+  const double busy0 = s.stats().busy_ms;
+  const auto t0 = std::chrono::steady_clock::now();
   s.pause();
   auto* sa = dynamic_cast<ScheduledSequence*>(a.get());
   auto* sb = dynamic_cast<ScheduledSequence*>(b.get());
@@ -139,6 +142,11 @@ TEST_CASE("scheduler: a long prefill runs in chunks beside decodes", "[scheduler
   const SchedulerStats st = s.stats();
   CHECK(st.steps - steps0 == 5);
   CHECK(st.rows - rows0 == 6);
+  // The five steps' time is counted, and no more than the time they took.
+  const double elapsed =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(st.busy_ms > busy0);
+  CHECK(st.busy_ms - busy0 <= elapsed);
   CHECK(a->position() == ref_long->position());
   CHECK(copy(a->decode(11)) == copy(ref_long->decode(11)));
 }

@@ -353,10 +353,13 @@ void matmul(const WeightView& w, const float* X, std::span<float* const> Y) {
     return;
   }
   // Each task takes whole row blocks over all tokens when there are enough row blocks for every
-  // thread (weights read once per task); otherwise tiles of row block x token block.
+  // thread (weights read once per task), in ranges of 4-8 per thread as matvec's chunks: a row
+  // block of a few-token step is ~1 us of work, no more than TBB's cost of a task of its own
+  // (the 262,144-row output projection is 5,462 row blocks). Otherwise tiles of row block x
+  // token block.
   if (row_blocks >= 4 * threads) {
     tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, row_blocks, 1),
+        tbb::blocked_range<int64_t>(0, row_blocks, row_blocks / (4 * threads)),
         [&](const tbb::blocked_range<int64_t>& r) {
           const auto scratch = make_scratch();
           for (int64_t rb = r.begin(); rb < r.end(); ++rb) block(rb, 0, tok_blocks, scratch.get());

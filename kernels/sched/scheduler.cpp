@@ -248,6 +248,12 @@ void SchedulerCore::loop() {
     lk.lock();
     free_since = t1;
     stats.busy_ms += ms;
+    stats.step_ms.push_back(ms);
+    stats.step_rows.push_back(static_cast<int32_t>(picked.size()));
+    if (stats.step_ms.size() > kWaitHistory) {
+      stats.step_ms.erase(stats.step_ms.begin());
+      stats.step_rows.erase(stats.step_rows.begin());
+    }
     step_ms = stats.steps == 1 ? ms : (1 - kEmaWeight) * step_ms + kEmaWeight * ms;
   }
   // Shutdown: fail what is still queued.

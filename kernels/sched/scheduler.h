@@ -73,6 +73,9 @@ struct SchedulerStats {
   // that the window added (from the later of submission and the previous step's end).
   std::vector<double> wait_ms;
   std::vector<double> window_wait_ms;
+  // Per step (the last 4096): its time (ms) and rows.
+  std::vector<double> step_ms;
+  std::vector<int32_t> step_rows;
 };
 
 namespace detail {

@@ -395,8 +395,13 @@ int main(int argc, char** argv) {
       const double ser_tps = toks / ser_ms * 1000, bat_tps = toks / bat_ms * 1000;
       const double itl_p50 = pct(itl, 0.5);
       const double rows_per_step = static_cast<double>(st.rows) / std::max<int64_t>(1, st.steps);
-      // Mean step time, and the mean time between steps (gathering, hand-offs, sampling).
-      const double step_ms = st.busy_ms / static_cast<double>(std::max<int64_t>(1, st.steps));
+      // The p50 time of the steps that held every stream, and the mean time between steps
+      // (gathering, hand-offs, sampling).
+      std::vector<double> full_steps;
+      for (size_t k = 0; k < st.step_ms.size(); ++k) {
+        if (st.step_rows[k] == S) full_steps.push_back(st.step_ms[k]);
+      }
+      const double step_ms = pct(full_steps, 0.5);
       const double gap_ms =
           (bat_ms - st.busy_ms) / static_cast<double>(std::max<int64_t>(1, st.steps));
       ratios[S].push_back(bat_tps / ser_tps);

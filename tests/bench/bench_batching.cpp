@@ -15,18 +15,21 @@
 //    stream's (the p50 gap of the same row's serial run), the scheduler's wait from submission to
 //    step start (p50 / p95), rows per step, and whether every stream's tokens equal the serial
 //    run's.
-// 2. Static vs dynamic: --requests requests (new tokens drawn uniformly in [new/2, 2 new],
-//    seeded) arriving as a Poisson process at --rate req/s (default: 8 x the lone stream's
-//    req/s, enough to keep about 8 in flight). Static: groups of 8 in arrival order, each group
-//    prefilled and decoded in lockstep with forward_batch until its longest request ends, no
-//    request admitted mid-group. Dynamic: each request a thread from its arrival through the
-//    Scheduler. Requests/s (all requests over first arrival to last completion) and mean
-//    latency (arrival to last token).
+// 2. Static vs dynamic: --requests requests arriving as a Poisson process at --rate req/s
+//    (default: 8 x the rate a lone stream serves them, enough to keep about 8 in flight). New
+//    tokens per request (--lengths): `stops` (default), where the request's own greedy
+//    completion stops as complete.yaml stops it (its stop strings, EOG, or --max-new, default
+//    its max_new_tokens 48); `uniform`, drawn uniformly in [new/2, 2 new] (seeded). Static: groups
+//    of 8 in arrival order, each group prefilled and decoded in lockstep with forward_batch until
+//    its longest request ends, no request admitted mid-group. Dynamic: each request a thread from
+//    its arrival through the Scheduler. Requests/s (all requests over first arrival to last
+//    completion) and mean latency (arrival to last token).
 //
 //   ninja -C build bench_batching
 //   ./build/tests/bench/bench_batching [--model GGUF] [--threads 2] [--new 32]
 //       [--streams 1,2,4,8] [--window 5] [--requests 32] [--rate R] [--seed 1]
-//       [--step-rounds N] [--steps-only] [--rounds 3] [out.json]
+//       [--step-rounds N] [--steps-only] [--rounds 3] [--lengths stops|uniform]
+//       [--max-new 48] [out.json]
 // --rounds: parts 1 and 2 are repeated (each round runs every S, serial then batched, then
 // static then dynamic) and the ratios' medians printed: on a shared machine one 32-token run
 // moves the 4-stream inter-token ratio by +-0.5 between runs.
@@ -155,6 +158,24 @@ Result run_one(std::unique_ptr<Sequence> seq, const Tokenizer& tok, size_t i, in
   return r;
 }
 
+// complete.yaml's stop strings (the IDE completion pipeline's).
+const std::vector<std::string> kCompleteStops = {"\n\n\n",  "\n}",   "\ndef ",   "\nclass ",
+                                                 "\nfunc ", "\nfn ", "\npub fn "};
+
+// The tokens request i's greedy completion makes before it stops as complete.yaml stops it (a
+// stop string, EOG, or max_new): its length in the static-vs-dynamic workload. Every batched
+// or static run of the request then decodes exactly these tokens.
+int stop_length(Model& m, const Tokenizer& tok, size_t i, int max_new) {
+  GenerateOptions g;
+  g.max_new_tokens = max_new;
+  g.stop = kCompleteStops;
+  g.sampler.temperature = 0.0f;
+  auto seq = m.new_sequence();
+  const std::span<const float> logits = seq->prefill(tok.encode(prompt_text(i)));
+  const Generation r = generate(*seq, tok, logits, g);
+  return std::max(1, static_cast<int>(r.tokens.size()));
+}
+
 TokenId argmax(std::span<const float> x) {
   return static_cast<TokenId>(std::max_element(x.begin(), x.end()) - x.begin());
 }
@@ -251,6 +272,8 @@ std::vector<StepCost> step_costs(Model& m, const Tokenizer& tok, const std::vect
 int main(int argc, char** argv) {
   fs::path model_path = fs::path(VSYNTH_SOURCE_DIR) / "models/gemma-3-270m-q4_k_m.gguf";
   int threads = 2, new_tokens = 32, requests = 32, seed = 1, step_rounds = 0, rounds = 3;
+  int max_new = 48;  // --lengths stops: complete.yaml's max_new_tokens
+  std::string lengths_mode = "stops";
   bool steps_only = false;
   double window = 5.0, rate = 0.0;
   std::vector<int> streams = {1, 2, 4, 8};
@@ -282,6 +305,10 @@ int main(int argc, char** argv) {
         step_rounds = to_int(a, next());
       else if (a == "--rounds")
         rounds = to_int(a, next());
+      else if (a == "--lengths")
+        lengths_mode = next();
+      else if (a == "--max-new")
+        max_new = to_int(a, next());
       else if (a == "--steps-only")
         steps_only = true;
       else if (a.starts_with("-"))
@@ -289,9 +316,13 @@ int main(int argc, char** argv) {
       else
         out_path = a;
     }
-    if (threads < 1 || new_tokens < 2 || requests < 1 || streams.empty() || rounds < 1)
+    if (threads < 1 || new_tokens < 2 || requests < 1 || streams.empty() || rounds < 1 ||
+        max_new < 2)
       throw std::invalid_argument(
-          "--threads >= 1, --new >= 2, --requests >= 1, --rounds >= 1, --streams given");
+          "--threads >= 1, --new >= 2, --max-new >= 2, --requests >= 1, --rounds >= 1, "
+          "--streams given");
+    if (lengths_mode != "stops" && lengths_mode != "uniform")
+      throw std::invalid_argument("--lengths wants stops or uniform, got `" + lengths_mode + "`");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
@@ -434,21 +465,38 @@ int main(int argc, char** argv) {
         {{"streams", S}, {"ratio", r}, {"itl_ratio", x}, {"rounds", rounds}});
   }
 
-  // Part 2: static batches of 8 vs dynamic, Poisson arrivals.
-  if (rate <= 0) rate = 8.0 * 1000.0 / std::max(1.0, lone_req_ms);
-  std::mt19937_64 rng(static_cast<uint64_t>(seed));
-  std::exponential_distribution<double> gap(rate / 1000.0);  // per ms
-  std::uniform_int_distribution<int> len(new_tokens / 2, 2 * new_tokens);
-  std::vector<double> arrive_ms(static_cast<size_t>(requests));
+  // Part 2: static batches of 8 vs dynamic, Poisson arrivals. The new tokens per request: where
+  // each request's own greedy completion stops (--lengths stops) or uniform (--lengths uniform).
   std::vector<int> lengths(static_cast<size_t>(requests));
   std::vector<std::vector<TokenId>> prompts;
+  std::mt19937_64 rng(static_cast<uint64_t>(seed));
+  std::uniform_int_distribution<int> len(new_tokens / 2, 2 * new_tokens);
+  for (int i = 0; i < requests; ++i) {
+    const auto k = static_cast<size_t>(i);
+    prompts.push_back(tok.encode(prompt_text(k)));
+    if (lengths_mode == "uniform") {
+      lengths[k] = len(rng);
+      continue;
+    }
+    lengths[k] = stop_length(*model, tok, k, max_new);
+  }
+  double mean_len = 0;
+  for (int l : lengths) mean_len += l;
+  mean_len /= requests;
+  std::vector<int> sorted_len = lengths;
+  std::sort(sorted_len.begin(), sorted_len.end());
+  // Default rate: 8 x what a lone stream serves of this mix (lone_req_ms is part 1's --new).
+  if (rate <= 0) rate = 8.0 * 1000.0 / std::max(1.0, lone_req_ms * mean_len / new_tokens);
+  std::exponential_distribution<double> gap(rate / 1000.0);  // per ms
+  std::vector<double> arrive_ms(static_cast<size_t>(requests));
   double t = 0;
   for (int i = 0; i < requests; ++i) {
     arrive_ms[static_cast<size_t>(i)] = t;
     t += gap(rng);
-    lengths[static_cast<size_t>(i)] = len(rng);
-    prompts.push_back(tok.encode(prompt_text(static_cast<size_t>(i))));
   }
+  out["static_vs_dynamic"]["lengths_mode"] = lengths_mode;
+  out["static_vs_dynamic"]["lengths"] = lengths;
+  out["static_vs_dynamic"]["mean_length"] = mean_len;
   const auto at = [](Clock::time_point base, double off) {
     return base + std::chrono::duration_cast<Clock::duration>(
                       std::chrono::duration<double, std::milli>(off));
@@ -465,8 +513,11 @@ int main(int argc, char** argv) {
     std::printf("%8s %10.2f %14.1f\n", name, rps, mean);
     return std::pair{rps, mean};
   };
-  std::printf("\n%d requests, Poisson %.2f req/s, new tokens %d..%d\n%8s %10s %14s\n", requests,
-              rate, new_tokens / 2, 2 * new_tokens, "mode", "req/s", "mean_lat_ms");
+  std::printf(
+      "\n%d requests, Poisson %.2f req/s, new tokens (%s) min %d, p50 %d, max %d, mean %.1f\n"
+      "%8s %10s %14s\n",
+      requests, rate, lengths_mode.c_str(), sorted_len.front(), sorted_len[sorted_len.size() / 2],
+      sorted_len.back(), mean_len, "mode", "req/s", "mean_lat_ms");
   out["static_vs_dynamic"]["rate_req_s"] = rate;
   out["static_vs_dynamic"]["requests"] = requests;
 

@@ -552,8 +552,14 @@ int main(int argc, char** argv) {
       }
       for (auto& th : ts) th.join();
       const auto [dyn_rps, dyn_mean] = summarize("dynamic", base_d, done_d);
-      std::printf("round %d: dynamic / static req/s %.2f, mean latency %.2f\n", round + 1,
-                  dyn_rps / static_rps, dyn_mean / static_mean);
+      const SchedulerStats st = sched.stats();
+      std::printf(
+          "round %d: dynamic / static req/s %.2f, mean latency %.2f (dynamic: %lld steps, %.2f "
+          "rows per step, %lld full windows, busy %.0f%%)\n",
+          round + 1, dyn_rps / static_rps, dyn_mean / static_mean,
+          static_cast<long long>(st.steps),
+          static_cast<double>(st.rows) / static_cast<double>(std::max<int64_t>(1, st.steps)),
+          static_cast<long long>(st.full_windows), 100.0 * st.busy_ms / ms(base_d, Clock::now()));
       sd_ratios.push_back(dyn_rps / static_rps);
       latency_ratios.push_back(dyn_mean / static_mean);
       out["static_vs_dynamic"]["rounds"].push_back(

@@ -13,17 +13,19 @@
 //    time on the plain engine: aggregate tokens/s and its ratio, per-stream inter-token p50
 //    (time between a stream's consecutive evaluations, sampling included) over a lone
 //    stream's (the p50 gap of the same row's serial run), the scheduler's wait from submission to
-//    step start (p50 / p95), rows per step, and whether every stream's tokens equal the serial
-//    run's.
+//    step start (p50 / p95), rows per step, the p50 time of the steps that held every stream
+//    and the mean time between steps (gathering, hand-offs, the streams' sampling), and whether
+//    every stream's tokens equal the serial run's.
 // 2. Static vs dynamic: --requests requests arriving as a Poisson process at --rate req/s
 //    (default: 8 x the rate a lone stream serves them, enough to keep about 8 in flight). New
 //    tokens per request (--lengths): `stops` (default), where the request's own greedy
 //    completion stops as complete.yaml stops it (its stop strings, EOG, or --max-new, default
-//    its max_new_tokens 48); `uniform`, drawn uniformly in [new/2, 2 new] (seeded). Static: groups
-//    of 8 in arrival order, each group prefilled and decoded in lockstep with forward_batch until
-//    its longest request ends, no request admitted mid-group. Dynamic: each request a thread from
-//    its arrival through the Scheduler. Requests/s (all requests over first arrival to last
-//    completion) and mean latency (arrival to last token).
+//    its max_new_tokens 48); `uniform`, drawn uniformly in [new/2, 2 new] (seeded). Static:
+//    groups of 8 in arrival order, each group prefilled and decoded in lockstep with forward_batch
+//    until its longest request ends, no request admitted mid-group. Dynamic: each request a thread
+//    from its arrival through the Scheduler. Requests/s (all requests over first arrival to last
+//    completion) and mean latency (arrival to last token); per round the dynamic run's steps,
+//    rows per step, full windows and share of time in steps.
 //
 //   ninja -C build bench_batching
 //   ./build/tests/bench/bench_batching [--model GGUF] [--threads 2] [--new 32]
@@ -556,8 +558,7 @@ int main(int argc, char** argv) {
       std::printf(
           "round %d: dynamic / static req/s %.2f, mean latency %.2f (dynamic: %lld steps, %.2f "
           "rows per step, %lld full windows, busy %.0f%%)\n",
-          round + 1, dyn_rps / static_rps, dyn_mean / static_mean,
-          static_cast<long long>(st.steps),
+          round + 1, dyn_rps / static_rps, dyn_mean / static_mean, static_cast<long long>(st.steps),
           static_cast<double>(st.rows) / static_cast<double>(std::max<int64_t>(1, st.steps)),
           static_cast<long long>(st.full_windows), 100.0 * st.busy_ms / ms(base_d, Clock::now()));
       sd_ratios.push_back(dyn_rps / static_rps);

@@ -55,11 +55,17 @@ void Sampler::set_temperature(float t) {
   params_ = p;
 }
 
-float log_sum_exp(std::span<const float> logits) {
-  const float m = sampler_math::max_of(logits.data(), logits.size());
+namespace {
+// log_sum_exp given the logits' maximum m.
+float log_sum_exp_from(std::span<const float> logits, float m) {
   if (!(m > kNegInf)) return kNegInf;
   return m +
          static_cast<float>(std::log(sampler_math::sum_exp(logits.data(), logits.size(), m, 1.0f)));
+}
+}  // namespace
+
+float log_sum_exp(std::span<const float> logits) {
+  return log_sum_exp_from(logits, sampler_math::max_of(logits.data(), logits.size()));
 }
 
 std::vector<TokenLogprob> top_logits(std::span<const float> logits, std::size_t n) {
@@ -142,7 +148,7 @@ TokenId Sampler::pick(const float* l, std::size_t n, const TokenMask& mask) {
     });
   } else {
     m = vm::max_of(l, n);
-    if (m > kNegInf) best = static_cast<TokenId>(std::find(l, l + n, m) - l);
+    if (m > kNegInf) best = static_cast<TokenId>(vm::first_index_of(l, n, m));
   }
   if (best == kNoToken || params_.temperature <= 0.0f) return best;
 
@@ -275,7 +281,11 @@ Sample Sampler::sample(std::span<const float> logits, std::span<const TokenId> h
   Sample out;
   out.token = pick(l, logits.size(), mask);
   if (out.token != kNoToken) {
-    const float lse = log_sum_exp(logits);
+    // Greedy over the raw logits picked their maximum: no second pass to find it.
+    const bool raw_max = params_.temperature <= 0.0f && l == logits.data() && !mask.allowed;
+    const float lse = raw_max
+                          ? log_sum_exp_from(logits, logits[static_cast<std::size_t>(out.token)])
+                          : log_sum_exp(logits);
     out.logprob = logits[static_cast<std::size_t>(out.token)] - lse;
     if (params_.n_logprobs > 0) {
       out.top = top_logits(logits, static_cast<std::size_t>(params_.n_logprobs));

@@ -5,8 +5,15 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/cpu/cpu_path.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define VSYNTH_SAMPLER_AVX2 1
+#define VSYNTH_AVX2 __attribute__((target("avx2")))  // no "fma": the same roundings as SSE2
 #endif
 
 namespace vsynth::kernels::sampler_math {
@@ -68,6 +75,61 @@ inline float hsum(__m128 v) {
 }
 #endif
 
+#if defined(VSYNTH_SAMPLER_AVX2)
+// The SSE2 loops' arithmetic on eight lanes, lane by lane the same operations (no FMA), so the
+// results are bit-identical on every CPU path; the SIMD paths (both have AVX2) take these.
+bool use_avx2() {
+  return active_cpu_path() != CpuPath::Scalar;
+}
+
+VSYNTH_AVX2 inline __m256 exp8(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));  // -inf -> -87 as well
+  const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(kLog2e));
+  const __m256 shifted = _mm256_sub_ps(t, _mm256_set1_ps(0.5f));
+  __m256i n = _mm256_cvttps_epi32(shifted);
+  const __m256 nf = _mm256_cvtepi32_ps(n);
+  n = _mm256_add_epi32(n, _mm256_castps_si256(_mm256_cmp_ps(nf, shifted, _CMP_GT_OS)));
+  n = _mm256_add_epi32(n, _mm256_set1_epi32(1));
+  const __m256 f = _mm256_sub_ps(t, _mm256_cvtepi32_ps(n));
+  __m256 p = _mm256_set1_ps(kC6);
+  p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(kC5));
+  p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(kC4));
+  p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(kC3));
+  p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(kC2));
+  p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(kC1));
+  p = _mm256_add_ps(_mm256_mul_ps(p, f), _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+// sum_exp's blocks: the low four lanes are the SSE2 loop's a0, the high four its a1.
+VSYNTH_AVX2 double sum_exp_avx2(const float* x, std::size_t n, float shift, float scale,
+                                std::size_t& i) {
+  const __m256 vs = _mm256_set1_ps(shift), vk = _mm256_set1_ps(scale);
+  const __m256 ninf = _mm256_set1_ps(kNegInf);
+  double total = 0.0;
+  while (i + 8 <= n) {
+    __m256 a = _mm256_setzero_ps();
+    const std::size_t end = i + std::min<std::size_t>(1024, (n - i) / 8 * 8);
+    for (; i < end; i += 8) {
+      const __m256 v = _mm256_loadu_ps(x + i);
+      const __m256 e = _mm256_andnot_ps(_mm256_cmp_ps(v, ninf, _CMP_EQ_OQ),
+                                        exp8(_mm256_mul_ps(_mm256_sub_ps(v, vs), vk)));
+      a = _mm256_add_ps(a, e);
+    }
+    total += hsum(_mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1)));
+  }
+  return total;
+}
+
+// max_of's lanes: the low four are the SSE2 loop's m0, the high four its m1.
+VSYNTH_AVX2 __m128 max_of_avx2(const float* x, std::size_t n, std::size_t& i) {
+  __m256 m = _mm256_set1_ps(kNegInf);
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
+  return _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+}
+#endif
+
 }  // namespace
 
 float exp_nonpos(float x) {
@@ -78,18 +140,43 @@ float max_of(const float* x, std::size_t n) {
   std::size_t i = 0;
   float r = kNegInf;
 #if defined(__SSE2__)
-  __m128 m0 = _mm_set1_ps(kNegInf), m1 = m0;
-  for (; i + 8 <= n; i += 8) {
-    // max_ps(a, b) returns b when either is NaN: keep the running max in b's place.
-    m0 = _mm_max_ps(_mm_loadu_ps(x + i), m0);
-    m1 = _mm_max_ps(_mm_loadu_ps(x + i + 4), m1);
+  __m128 m;
+#if defined(VSYNTH_SAMPLER_AVX2)
+  if (use_avx2()) {
+    m = max_of_avx2(x, n, i);
+  } else
+#endif
+  {
+    __m128 m0 = _mm_set1_ps(kNegInf), m1 = m0;
+    for (; i + 8 <= n; i += 8) {
+      // max_ps(a, b) returns b when either is NaN: keep the running max in b's place.
+      m0 = _mm_max_ps(_mm_loadu_ps(x + i), m0);
+      m1 = _mm_max_ps(_mm_loadu_ps(x + i + 4), m1);
+    }
+    m = _mm_max_ps(m0, m1);
   }
   alignas(16) float a[4];
-  _mm_store_ps(a, _mm_max_ps(m0, m1));
+  _mm_store_ps(a, m);
   for (float v : a) r = v > r ? v : r;
 #endif
   for (; i < n; ++i) r = x[i] > r ? x[i] : r;
   return r;
+}
+
+std::size_t first_index_of(const float* x, std::size_t n, float v) {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128 vv = _mm_set1_ps(v);
+  for (; i + 8 <= n; i += 8) {
+    const int hit = _mm_movemask_ps(_mm_cmpeq_ps(_mm_loadu_ps(x + i), vv)) |
+                    _mm_movemask_ps(_mm_cmpeq_ps(_mm_loadu_ps(x + i + 4), vv)) << 4;
+    if (hit != 0) return i + static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(hit)));
+  }
+#endif
+  for (; i < n; ++i) {
+    if (x[i] == v) return i;
+  }
+  return n;
 }
 
 double sum_exp(const float* x, std::size_t n, float shift, float scale) {
@@ -97,6 +184,9 @@ double sum_exp(const float* x, std::size_t n, float shift, float scale) {
   std::size_t i = 0;
 #if defined(__SSE2__)
   const __m128 vs = _mm_set1_ps(shift), vk = _mm_set1_ps(scale), ninf = _mm_set1_ps(kNegInf);
+#if defined(VSYNTH_SAMPLER_AVX2)
+  if (use_avx2()) total = sum_exp_avx2(x, n, shift, scale, i);
+#endif
   // Float partial sums over blocks of 1024 (~1e-7 relative error), blocks summed in double.
   while (i + 8 <= n) {
     __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps();

@@ -16,6 +16,9 @@ float exp_nonpos(float x);
 // max over x[0, n); -inf for n == 0. NaNs are ignored.
 float max_of(const float* x, std::size_t n);
 
+// The first i with x[i] == v, or n when there is none (v not NaN).
+std::size_t first_index_of(const float* x, std::size_t n, float v);
+
 // sum over i of exp((x[i] - shift) * scale) for x[i] <= shift, scale > 0; -inf entries add 0.
 double sum_exp(const float* x, std::size_t n, float shift, float scale);
 

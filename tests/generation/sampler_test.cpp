@@ -3,13 +3,18 @@
 // seeds, so each test is deterministic; tolerances are ~5 standard deviations of the draw count.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
+#include <random>
 #include <set>
 #include <vector>
 
+#include "kernels/cpu/cpu_path.h"
 #include "kernels/sampler/sampler.h"
+#include "kernels/sampler/vec_math.h"
 
 using namespace vsynth::kernels;
 
@@ -85,6 +90,72 @@ TEST_CASE("log_sum_exp matches the naive sum and handles -inf", "[sampler]") {
   CHECK(log_sum_exp(l) == Approx(std::log(z)).margin(1e-5));
   const float ninf = -std::numeric_limits<float>::infinity();
   CHECK(log_sum_exp(std::vector<float>{ninf, ninf}) == ninf);
+}
+
+TEST_CASE("the vocabulary reductions give the same bits on every CPU path", "[sampler]") {
+  // sum_exp and max_of run 8-lane AVX2 code on the SIMD paths and SSE2 on the scalar one; the
+  // logprobs (and so candidate ranking) must not depend on the machine.
+  const CpuPath saved = active_cpu_path();
+  std::vector<CpuPath> paths = {CpuPath::Scalar};
+  for (CpuPath p : {CpuPath::Avx2, CpuPath::Avx512Vnni}) {
+    if (cpu_path_available(p)) paths.push_back(p);
+  }
+  std::mt19937 rng(7);
+  std::normal_distribution<float> logit(0.0f, 6.0f);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (std::size_t n : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{1031},
+                        std::size_t{262144 + 5}}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = logit(rng);
+    for (std::size_t i = 3; i < n; i += 97) x[i] = ninf;  // banned tokens
+    std::vector<float> with_nan = x;
+    for (std::size_t i = 5; i < n; i += 1001) with_nan[i] = std::nanf("");
+    std::vector<double> sums;
+    std::vector<float> maxes, nan_maxes;
+    for (CpuPath p : paths) {
+      set_cpu_path(p);
+      const float m = sampler_math::max_of(x.data(), n);
+      maxes.push_back(m);
+      nan_maxes.push_back(sampler_math::max_of(with_nan.data(), n));
+      sums.push_back(sampler_math::sum_exp(x.data(), n, n > 0 ? m : 0.0f, 0.7f));
+    }
+    set_cpu_path(saved);
+    INFO("n " << n);
+    for (std::size_t k = 1; k < paths.size(); ++k) {
+      INFO("path " << to_string(paths[k]));
+      CHECK(std::memcmp(&sums[k], &sums[0], sizeof(double)) == 0);
+      CHECK(std::memcmp(&maxes[k], &maxes[0], sizeof(float)) == 0);
+      CHECK(std::memcmp(&nan_maxes[k], &nan_maxes[0], sizeof(float)) == 0);
+    }
+    if (n > 0) {
+      CHECK(maxes[0] == *std::max_element(x.begin(), x.end()));
+      float no_nan = ninf;  // NaNs are ignored
+      for (float v : with_nan) no_nan = std::isnan(v) ? no_nan : std::max(no_nan, v);
+      CHECK(nan_maxes[0] == no_nan);
+      double want = 0.0;
+      for (float v : x) {
+        if (v != ninf) want += std::exp((static_cast<double>(v) - maxes[0]) * 0.7);
+      }
+      CHECK(sums[0] == Approx(want).epsilon(1e-6));
+    } else {
+      CHECK(sums[0] == 0.0);
+    }
+  }
+}
+
+TEST_CASE("first_index_of finds the first equal entry anywhere, or none", "[sampler]") {
+  for (std::size_t n : {std::size_t{1}, std::size_t{9}, std::size_t{1000}}) {
+    std::vector<float> x(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 13);
+    for (float v : {0.0f, 5.0f, 12.0f, 13.0f, -0.0f}) {
+      INFO("n " << n << " v " << v);
+      const auto want = static_cast<std::size_t>(std::find(x.begin(), x.end(), v) - x.begin());
+      CHECK(sampler_math::first_index_of(x.data(), n, v) == want);
+    }
+    x[n - 1] = 99.0f;  // only the last entry (the scalar tail for n = 9)
+    CHECK(sampler_math::first_index_of(x.data(), n, 99.0f) == n - 1);
+  }
+  CHECK(sampler_math::first_index_of(nullptr, 0, 1.0f) == 0);
 }
 
 TEST_CASE("the same seed gives the same draws, another seed others", "[sampler]") {

@@ -22,10 +22,12 @@
 //    completion stops as complete.yaml stops it (its stop strings, EOG, or --max-new, default
 //    its max_new_tokens 48); `uniform`, drawn uniformly in [new/2, 2 new] (seeded). Static:
 //    groups of 8 in arrival order, each group prefilled and decoded in lockstep with forward_batch
-//    until its longest request ends, no request admitted mid-group. Dynamic: each request a thread
-//    from its arrival through the Scheduler. Requests/s (all requests over first arrival to last
-//    completion) and mean latency (arrival to last token); per round the dynamic run's steps,
-//    rows per step, full windows and share of time in steps.
+//    until its longest request ends, no request admitted mid-group, its rows sampled one after
+//    another by generate()'s sampler (greedy, with logprobs). Dynamic: each request a thread
+//    from its arrival through the Scheduler; both give the same tokens (checked per round).
+//    Requests/s (all requests over first arrival to last completion) and mean latency (arrival to
+//    last token); per round the dynamic run's steps, rows per step, full windows and share of time
+//    in steps.
 //
 //   ninja -C build bench_batching
 //   ./build/tests/bench/bench_batching [--model GGUF] [--threads 2] [--new 32]
@@ -183,12 +185,19 @@ TokenId argmax(std::span<const float> x) {
 }
 
 // Static batching of one group: prefill every request in one step, then decode in lockstep
-// (finished requests drop out of the step, none join) until the longest is done.
+// (finished requests drop out of the step, none join) until the longest is done. Each row's
+// token is drawn by the same Sampler settings run_one's generate() uses (greedy, with the
+// logprob), one row after another on this thread as a static serving loop samples its slots.
 void static_group(Model& m, const std::vector<std::vector<TokenId>>& prompts,
-                  const std::vector<int>& lengths, std::vector<Clock::time_point>& done) {
+                  const std::vector<int>& lengths, std::vector<Clock::time_point>& done,
+                  std::vector<std::vector<TokenId>>& tokens) {
   const size_t n = prompts.size();
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<BatchRow> rows(n);
+  SamplerParams sp;
+  sp.temperature = 0.0f;
+  std::vector<Sampler> samplers(n, Sampler(sp));
+  tokens.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
     seqs.push_back(m.new_sequence());
     rows[i].sequence = seqs[i].get();
@@ -198,20 +207,21 @@ void static_group(Model& m, const std::vector<std::vector<TokenId>>& prompts,
   m.forward_batch(rows);
   // Token 1 comes from the prefill; each step evaluates the newest token of every request
   // that still wants more (the last one is never evaluated, as in generate()).
-  std::vector<TokenId> next(n);
-  std::vector<int> made(n, 1);
+  const auto draw = [&](size_t i, std::span<const float> logits) {
+    tokens[i].push_back(samplers[i].sample(logits, tokens[i]).token);
+  };
   for (size_t i = 0; i < n; ++i) {
-    next[i] = argmax(rows[i].result);
-    if (made[i] >= lengths[i]) done[i] = Clock::now();
+    draw(i, rows[i].result);
+    if (static_cast<int>(tokens[i].size()) >= lengths[i]) done[i] = Clock::now();
   }
   for (;;) {
     std::vector<BatchRow> step;
     std::vector<size_t> which;
     for (size_t i = 0; i < n; ++i) {
-      if (made[i] >= lengths[i]) continue;
+      if (static_cast<int>(tokens[i].size()) >= lengths[i]) continue;
       BatchRow r;
       r.sequence = seqs[i].get();
-      r.tokens = {&next[i], 1};
+      r.tokens = {&tokens[i].back(), 1};
       step.push_back(r);
       which.push_back(i);
     }
@@ -219,8 +229,8 @@ void static_group(Model& m, const std::vector<std::vector<TokenId>>& prompts,
     m.forward_batch(step);
     for (size_t k = 0; k < step.size(); ++k) {
       const size_t i = which[k];
-      next[i] = argmax(step[k].result);
-      if (++made[i] == lengths[i]) done[i] = Clock::now();
+      draw(i, step[k].result);
+      if (static_cast<int>(tokens[i].size()) == lengths[i]) done[i] = Clock::now();
     }
   }
 }
@@ -527,6 +537,8 @@ int main(int argc, char** argv) {
   std::vector<double> sd_ratios, latency_ratios;
   for (int round = 0; round < rounds; ++round) {
     std::vector<Clock::time_point> done_s(static_cast<size_t>(requests));
+    std::vector<std::vector<TokenId>> static_tokens(static_cast<size_t>(requests));
+    std::vector<std::vector<TokenId>> dynamic_tokens(static_cast<size_t>(requests));
     const Clock::time_point base_s = Clock::now();
     for (int g0 = 0; g0 < requests; g0 += 8) {
       const int g1 = std::min(requests, g0 + 8);
@@ -534,8 +546,10 @@ int main(int argc, char** argv) {
       std::vector<std::vector<TokenId>> ps(prompts.begin() + g0, prompts.begin() + g1);
       std::vector<int> ls(lengths.begin() + g0, lengths.begin() + g1);
       std::vector<Clock::time_point> d(ps.size());
-      static_group(*model, ps, ls, d);
+      std::vector<std::vector<TokenId>> tk;
+      static_group(*model, ps, ls, d, tk);
       std::copy(d.begin(), d.end(), done_s.begin() + g0);
+      std::move(tk.begin(), tk.end(), static_tokens.begin() + g0);
     }
     const auto [static_rps, static_mean] = summarize("static8", base_s, done_s);
 
@@ -550,6 +564,7 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_until(at(base_d, arrive_ms[k]));
           Result r = run_one(sched.new_sequence(), tok, k, lengths[k]);
           done_d[k] = r.done;
+          dynamic_tokens[k] = std::move(r.tokens);
         });
       }
       for (auto& th : ts) th.join();
@@ -557,16 +572,18 @@ int main(int argc, char** argv) {
       const SchedulerStats st = sched.stats();
       std::printf(
           "round %d: dynamic / static req/s %.2f, mean latency %.2f (dynamic: %lld steps, %.2f "
-          "rows per step, %lld full windows, busy %.0f%%)\n",
+          "rows per step, %lld full windows, busy %.0f%%), same tokens %s\n",
           round + 1, dyn_rps / static_rps, dyn_mean / static_mean, static_cast<long long>(st.steps),
           static_cast<double>(st.rows) / static_cast<double>(std::max<int64_t>(1, st.steps)),
-          static_cast<long long>(st.full_windows), 100.0 * st.busy_ms / ms(base_d, Clock::now()));
+          static_cast<long long>(st.full_windows), 100.0 * st.busy_ms / ms(base_d, Clock::now()),
+          static_tokens == dynamic_tokens ? "yes" : "NO");
       sd_ratios.push_back(dyn_rps / static_rps);
       latency_ratios.push_back(dyn_mean / static_mean);
       out["static_vs_dynamic"]["rounds"].push_back(
           {{"static8", {{"req_s", static_rps}, {"mean_latency_ms", static_mean}}},
            {"dynamic", {{"req_s", dyn_rps}, {"mean_latency_ms", dyn_mean}}},
-           {"ratio", dyn_rps / static_rps}});
+           {"ratio", dyn_rps / static_rps},
+           {"same_tokens", static_tokens == dynamic_tokens}});
     }
   }
   std::printf("median of %d round(s): dynamic / static req/s %.2f, mean latency %.2f\n", rounds,

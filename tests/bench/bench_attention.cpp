@@ -21,6 +21,7 @@
 
 #include "kernels/kv/attention.h"
 #include "kernels/kv/kv_cache.h"
+#include "tests/bench/bench_json.h"
 
 using namespace vsynth::kernels;
 using Clock = std::chrono::steady_clock;
@@ -125,13 +126,6 @@ int main(int argc, char** argv) {
                            {"int8_speedup", f / i8}});
     }
   }
-  std::FILE* fp = std::fopen(out_path.c_str(), "w");
-  if (fp == nullptr) {
-    std::fprintf(stderr, "bench_attention: cannot write %s\n", out_path.c_str());
-    return 1;
-  }
-  std::fputs((j.dump(2) + "\n").c_str(), fp);
-  std::fclose(fp);
-  std::printf("\nwrote %s\n", out_path.c_str());
-  return 0;
+  std::printf("\n");
+  return vsynth::bench::write_json(out_path, j) ? 0 : 1;
 }

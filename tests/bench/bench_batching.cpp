@@ -56,6 +56,7 @@
 #include "kernels/engine.h"
 #include "kernels/sampler/generator.h"
 #include "kernels/sched/scheduler.h"
+#include "tests/bench/bench_json.h"
 
 using namespace vsynth::kernels;
 using Clock = std::chrono::steady_clock;
@@ -591,13 +592,5 @@ int main(int argc, char** argv) {
   out["static_vs_dynamic"]["ratio_median"] = pct(sd_ratios, 0.5);
   out["static_vs_dynamic"]["mean_latency_ratio_median"] = pct(latency_ratios, 0.5);
 
-  std::FILE* f = std::fopen(out_path.c_str(), "w");
-  if (!f) {
-    std::fprintf(stderr, "error: cannot write %s\n", out_path.c_str());
-    return 1;
-  }
-  std::fputs(out.dump(2).c_str(), f);
-  std::fclose(f);
-  std::printf("wrote %s\n", out_path.c_str());
-  return 0;
+  return vsynth::bench::write_json(out_path, out) ? 0 : 1;
 }

@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/cpu_path.h"
 #include "kernels/sampler/sampler.h"
+#include "tests/bench/bench_json.h"
 
 using namespace vsynth::kernels;
 
@@ -140,13 +141,5 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
-  std::FILE* f = std::fopen(out_path.c_str(), "w");
-  if (!f) {
-    std::fprintf(stderr, "error: cannot write %s\n", out_path.c_str());
-    return 1;
-  }
-  std::fputs(out.dump(2).c_str(), f);
-  std::fclose(f);
-  std::printf("wrote %s\n", out_path.c_str());
-  return 0;
+  return vsynth::bench::write_json(out_path, out) ? 0 : 1;
 }

@@ -37,6 +37,7 @@
 
 #include "graph/registry.h"
 #include "stages/generation/register.h"
+#include "tests/bench/bench_json.h"
 #include "tools/vsynth/serve/server.h"
 
 namespace fs = std::filesystem;
@@ -392,13 +393,6 @@ int main(int argc, char** argv) {
            {"rss_mib_before", rss_before / 1024.0},
            {"rss_mib_max", rss_max.load() / 1024.0},
            {"rss_mib_after", rss_after / 1024.0}};
-  std::FILE* f = std::fopen(out_path.c_str(), "w");
-  if (!f) {
-    std::fprintf(stderr, "error: cannot write %s\n", out_path.c_str());
-    return 1;
-  }
-  std::fputs(out.dump(2).c_str(), f);
-  std::fclose(f);
-  std::printf("wrote %s\n", out_path.c_str());
+  if (!vsynth::bench::write_json(out_path, out)) return 1;
   return balanced ? 0 : 1;
 }

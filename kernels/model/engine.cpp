@@ -109,25 +109,27 @@ void rms_norm(const vec::Kernels& vk, const float* x, const float* w, float* y, 
 // y = x W^T for m rows. Float weight types take float inputs in our kernels; ggml converts the
 // inputs to the weight's type first (f16 / bf16), so round a copy the same way here to keep our
 // logits comparable with llama.cpp's. Quantized types quantize their inputs inside matmul.
-void linear(const WeightView& w, const float* x, std::span<float* const> y) {
-  if (w.type != DType::F16 && w.type != DType::BF16) {
-    matmul(w, x, y);
-    return;
-  }
-  const size_t n = y.size() * static_cast<size_t>(w.cols);
-  std::vector<float> r(n);
-  for (size_t i = 0; i < n; ++i) {
-    r[i] =
+// linear_input: x itself, or for f16 / bf16 weights its `rows` rows rounded into `rounded`.
+const float* linear_input(const WeightView& w, const float* x, size_t rows,
+                          std::vector<float>& rounded) {
+  if (w.type != DType::F16 && w.type != DType::BF16) return x;
+  rounded.resize(rows * static_cast<size_t>(w.cols));
+  for (size_t i = 0; i < rounded.size(); ++i) {
+    rounded[i] =
         w.type == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x[i])) : bf16_to_fp32(fp32_to_bf16(x[i]));
   }
-  matmul(w, r.data(), y);
+  return rounded.data();
 }
 
 void linear(const WeightView& w, const float* x, int32_t m, float* y) {
-  std::vector<float*> rows(static_cast<size_t>(m));
-  for (int32_t t = 0; t < m; ++t)
-    rows[static_cast<size_t>(t)] = y + static_cast<size_t>(t) * w.rows;
-  linear(w, x, rows);
+  std::vector<float> rounded;
+  matmul(w, linear_input(w, x, static_cast<size_t>(m), rounded), m, y);
+}
+
+// The same with each row's outputs at its own address (matmul's per-token form).
+void linear(const WeightView& w, const float* x, std::span<float* const> y) {
+  std::vector<float> rounded;
+  matmul(w, linear_input(w, x, y.size(), rounded), y);
 }
 
 // Decode (one token): several matvecs that read the same input run as one parallel region,

@@ -171,8 +171,7 @@ TEST_CASE("grouped q8_0: one call over many rows gives each row's own call's bit
         }
         kt.dot_q8_0_grouped_rows(k, w, g.view.row_bytes, rows, act, ab, ncols, got.data(), stride);
         REQUIRE(same_bits(got, want));
-        // Every tail of the 4-row steps (VNNI: row pairs in 512-bit vectors): the first 1, 2, 3
-        // and 6 rows alone.
+        // Shorter runs give the same rows' bits: the first 1, 2, 3 and 6 rows alone.
         for (int64_t n : {1, 2, 3, 6}) {
           std::vector<float> part(ncols * stride, -1.0f), part_want(ncols * stride, -1.0f);
           for (int c = 0; c < ncols; ++c) {

@@ -19,75 +19,142 @@ int64_t grouped_blocks(int64_t k) {
   return static_cast<int64_t>(detail::act_row_bytes_a32il(k) / kQ8A32BytesPerBlock);
 }
 
-// Where block b's scale and its code 4i + e lie in a grouped row of nbp blocks.
+size_t block_bytes(DType t) {
+  return t == DType::Q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ5_0);
+}
+
+// Where block b's bytes lie in a grouped row of nbp blocks (blocks.h), for a block of type t:
+// its fp16 scale, and the 4 bytes of dword i (i in 0..7 for Q8_0's codes 4i..4i+3; 0..3 for
+// Q5_0's nibble bytes 4i..4i+3) and, for Q5_0, its 4 bit-plane bytes.
 struct Place {
-  size_t scale;  // byte offset of the fp16 scale
-  size_t code0;  // byte offset of code 4i (codes 4i + 1..3 follow)
+  size_t scale;
+  size_t codes;   // dword 0; dword i is at codes + step * i
+  size_t step;    // bytes from one dword of the block to the next
+  size_t planes;  // Q5_0: the bit-plane bytes 4j..4j+3 of block j
 };
-Place place(int64_t b, int i, int64_t nbp) {
+Place place(DType t, int64_t b, int64_t nbp) {
   const int64_t g = b / 8, j = b % 8;
-  const size_t base = static_cast<size_t>(g) * 8 * sizeof(BlockQ8_0);
-  if (nbp - 8 * g == 4) {  // the 4-block tail group: 4 scales, then 4 vectors
-    return {base + 2 * j, base + 8 + 32 * (i % 4) + 16 * (i / 4) + 4 * j};
+  const size_t base = static_cast<size_t>(g) * 8 * block_bytes(t);
+  const bool tail = nbp - 8 * g == 4;
+  const size_t kn = tail ? 4 : 8, scales = 2 * kn;
+  if (t == DType::Q8_0) {
+    // Whole groups: dword i of block j at 32i + 4j. The tail: dwords i and i + 4 in the two
+    // halves of vector i % 4 (handled by the caller through code_offset below).
+    return {base + 2 * j, base + scales + 4 * j, 32, 0};
   }
-  return {base + 2 * j, base + 16 + 32 * i + 4 * j};
+  const size_t nibbles = kn * 16;  // 4 vectors of 32 bytes, or of 16 for the tail
+  return {base + 2 * j, base + scales + 4 * j, tail ? 16u : 32u, base + scales + nibbles + 4 * j};
+}
+
+// Q8_0: byte offset of dword i of block b.
+size_t q8_code_offset(int64_t b, int i, int64_t nbp) {
+  const Place p = place(DType::Q8_0, b, nbp);
+  if (nbp - 8 * (b / 8) == 4) return p.codes + 32 * (i % 4) + 16 * (i / 4);
+  return p.codes + 32 * i;
+}
+
+// Q5_0's fifth bits as bit planes: plane byte e of block j, bit i = bit 4i + e of qh.
+void q5_planes(const uint8_t qh[4], uint8_t out[4]) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  for (int e = 0; e < 4; ++e) {
+    uint8_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint8_t>(((bits >> (4 * i + e)) & 1u) << i);
+    out[e] = v;
+  }
+}
+
+void q5_unplanes(const uint8_t planes[4], uint8_t qh[4]) {
+  uint32_t bits = 0;
+  for (int e = 0; e < 4; ++e) {
+    for (int i = 0; i < 8; ++i) bits |= ((planes[e] >> i) & 1u) << (4 * i + e);
+  }
+  std::memcpy(qh, &bits, sizeof bits);
+}
+
+void place_block(DType t, const std::byte* src, int64_t b, int64_t nbp, std::byte* dst) {
+  const Place p = place(t, b, nbp);
+  if (t == DType::Q8_0) {
+    BlockQ8_0 blk;
+    std::memcpy(&blk, src, sizeof blk);
+    std::memcpy(dst + p.scale, &blk.d, sizeof blk.d);
+    for (int i = 0; i < 8; ++i) std::memcpy(dst + q8_code_offset(b, i, nbp), blk.qs + 4 * i, 4);
+    return;
+  }
+  BlockQ5_0 blk;
+  std::memcpy(&blk, src, sizeof blk);
+  std::memcpy(dst + p.scale, &blk.d, sizeof blk.d);
+  for (int i = 0; i < 4; ++i) std::memcpy(dst + p.codes + p.step * i, blk.qs + 4 * i, 4);
+  uint8_t planes[4];
+  q5_planes(blk.qh, planes);
+  std::memcpy(dst + p.planes, planes, 4);
+}
+
+void decode_block(DType t, const std::byte* row, int64_t b, int64_t nbp, float* out) {
+  const Place p = place(t, b, nbp);
+  if (t == DType::Q8_0) {
+    BlockQ8_0 blk;
+    std::memcpy(&blk.d, row + p.scale, sizeof blk.d);
+    for (int i = 0; i < 8; ++i) std::memcpy(blk.qs + 4 * i, row + q8_code_offset(b, i, nbp), 4);
+    dequantize_row(t, &blk, out, kQK32);
+    return;
+  }
+  BlockQ5_0 blk;
+  std::memcpy(&blk.d, row + p.scale, sizeof blk.d);
+  for (int i = 0; i < 4; ++i) std::memcpy(blk.qs + 4 * i, row + p.codes + p.step * i, 4);
+  uint8_t planes[4];
+  std::memcpy(planes, row + p.planes, 4);
+  q5_unplanes(planes, blk.qh);
+  dequantize_row(t, &blk, out, kQK32);
 }
 
 }  // namespace
 
-bool q8_0_grouping_available() {
-  return detail::active_kernels().dot_q8_0_grouped != nullptr;
+bool grouping_available(DType t) {
+  const auto& kt = detail::active_kernels();
+  if (t == DType::Q8_0) return kt.dot_q8_0_grouped != nullptr;
+  if (t == DType::Q5_0) return kt.dot_q5_0_grouped != nullptr;
+  return false;
 }
 
-size_t q8_0_grouped_row_bytes(int64_t k) {
-  return static_cast<size_t>(grouped_blocks(k)) * sizeof(BlockQ8_0);
+size_t grouped_row_bytes(DType t, int64_t k) {
+  return static_cast<size_t>(grouped_blocks(k)) * block_bytes(t);
 }
 
-GroupedWeight group_q8_0(const WeightView& w) {
+GroupedWeight group_weight(const WeightView& w) {
   const std::string what = w.name.empty() ? "weight" : "tensor '" + std::string(w.name) + "'";
-  if (w.type != DType::Q8_0 || w.layout != WeightLayout::Plain) {
-    throw QuantError("group_q8_0: " + what + " is not a plain q8_0 matrix");
+  if ((w.type != DType::Q8_0 && w.type != DType::Q5_0) || w.layout != WeightLayout::Plain) {
+    throw QuantError("group_weight: " + what + " is not a plain q8_0 or q5_0 matrix");
   }
-  if (!q8_0_grouping_available()) {
-    throw QuantError("group_q8_0: the " + std::string(detail::active_kernels().name) +
-                     " CPU path has no grouped q8_0 kernel");
+  if (!grouping_available(w.type)) {
+    throw QuantError("group_weight: the " + std::string(detail::active_kernels().name) +
+                     " CPU path has no grouped kernel for " + what);
   }
   validate_weight_view(w);
-  // Phase 1: the destination, zeroed (padding blocks: codes and scale 0).
+  // Phase 1: the destination, zeroed (padding blocks: codes, bits and scale 0).
   const int64_t nb = w.cols / kQK32, nbp = grouped_blocks(w.cols);
-  const size_t out_row = q8_0_grouped_row_bytes(w.cols);
+  const size_t out_row = grouped_row_bytes(w.type, w.cols), bb = block_bytes(w.type);
   GroupedWeight gw;
   gw.data.reset(new std::byte[out_row * static_cast<size_t>(w.rows)]());
-  // Phase 2: every block's scale and codes to their places, row by row.
+  // Phase 2: every block's bytes to their places, row by row.
   const auto* src = static_cast<const std::byte*>(w.data);
   for (int64_t r = 0; r < w.rows; ++r) {
-    const auto* blocks =
-        reinterpret_cast<const BlockQ8_0*>(src + static_cast<size_t>(r) * w.row_bytes);
+    const std::byte* row = src + static_cast<size_t>(r) * w.row_bytes;
     std::byte* dst = gw.data.get() + static_cast<size_t>(r) * out_row;
-    for (int64_t b = 0; b < nb; ++b) {
-      BlockQ8_0 blk;
-      std::memcpy(&blk, blocks + b, sizeof blk);
-      std::memcpy(dst + place(b, 0, nbp).scale, &blk.d, sizeof blk.d);
-      for (int i = 0; i < 8; ++i) std::memcpy(dst + place(b, i, nbp).code0, blk.qs + 4 * i, 4);
-    }
+    for (int64_t b = 0; b < nb; ++b) place_block(w.type, row + b * bb, b, nbp, dst);
   }
   gw.view = w;
-  gw.view.layout = WeightLayout::Q8_0Grouped;
+  gw.view.layout = WeightLayout::Grouped;
   gw.view.data = gw.data.get();
   gw.view.row_bytes = out_row;
   return gw;
 }
 
-void dequantize_grouped_q8_0_row(const void* row, int64_t k, float* out) {
+void dequantize_grouped_row(DType t, const void* row, int64_t k, float* out) {
   const auto* src = static_cast<const std::byte*>(row);
   const int64_t nb = k / kQK32, nbp = grouped_blocks(k);
   // Each block rebuilt in GGUF's form and decoded by the reference decoder: the same floats.
-  for (int64_t b = 0; b < nb; ++b) {
-    BlockQ8_0 blk;
-    std::memcpy(&blk.d, src + place(b, 0, nbp).scale, sizeof blk.d);
-    for (int i = 0; i < 8; ++i) std::memcpy(blk.qs + 4 * i, src + place(b, i, nbp).code0, 4);
-    dequantize_row(DType::Q8_0, &blk, out + b * kQK32, kQK32);
-  }
+  for (int64_t b = 0; b < nb; ++b) decode_block(t, src, b, nbp, out + b * kQK32);
 }
 
 }  // namespace vsynth::kernels

@@ -116,17 +116,31 @@ struct MatmulKernel {
   size_t unpacked_row_bytes = 0;
 };
 
-// Grouped Q8_0 rows take interleaved activations for one token as for many.
-MatmulKernel grouped_kernel(const KernelTable& kt, int64_t k) {
-  return {kt.dot_q8_0_grouped, detail::kMaxCols, kt.quantize_a32il, detail::act_row_bytes_a32il(k),
-          kt.dot_q8_0_grouped_rows};
+// Grouped rows take interleaved activations for one token as for many; from kUnpackMinTokens
+// tokens matmul unpacks their tiles where the table can (as it does plain rows).
+MatmulKernel grouped_kernel(const KernelTable& kt, const WeightView& w, int64_t n) {
+  const bool q8 = w.type == DType::Q8_0;
+  const int64_t k = w.cols;
+  const size_t ab = detail::act_row_bytes_a32il(k);
+  if (const detail::Unpacked u = q8 ? kt.q8_0_grouped_unpacked : kt.q5_0_grouped_unpacked;
+      u.unpack != nullptr && n >= kUnpackMinTokens) {
+    return {nullptr,
+            detail::kMaxCols,
+            kt.quantize_a32il,
+            ab,
+            u.dot_rows,
+            u.unpack,
+            detail::unpacked_row_bytes(w.type, k)};
+  }
+  return {q8 ? kt.dot_q8_0_grouped : kt.dot_q5_0_grouped, detail::kMaxCols, kt.quantize_a32il, ab,
+          q8 ? kt.dot_q8_0_grouped_rows : kt.dot_q5_0_grouped_rows};
 }
 
 // n: the tokens of the call (see kUnpackMinTokens).
 MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w, int64_t n) {
   const DType t = w.type;
   const int64_t k = w.cols;
-  if (w.layout == WeightLayout::Q8_0Grouped) return grouped_kernel(kt, k);
+  if (w.layout == WeightLayout::Grouped) return grouped_kernel(kt, w, n);
   const ActFormat f = detail::act_format(t);
   if (f == ActFormat::F32) {
     return {detail::dot_for(kt, t), kRowKernelCols, nullptr,
@@ -178,14 +192,14 @@ void validate_weight_view(const WeightView& w) {
                      std::to_string(w.rows) + " cols=" + std::to_string(w.cols) +
                      "; rows must be >= 0 and cols a positive multiple of " + std::to_string(be));
   }
-  const bool grouped = w.layout == WeightLayout::Q8_0Grouped;
-  if (grouped && (w.type != DType::Q8_0 || detail::active_kernels().dot_q8_0_grouped == nullptr)) {
+  const bool grouped = w.layout == WeightLayout::Grouped;
+  if (grouped && !grouping_available(w.type)) {
     throw QuantError(label(w) +
-                     " is in the grouped Q8_0 layout, which needs q8_0 weights and the " +
+                     " is in the grouped layout, which needs q8_0 or q5_0 weights and the " +
                      "avx2 or avx512vnni kernels (type " + type_name(w.type) + ", CPU path " +
                      detail::active_kernels().name + ")");
   }
-  const size_t need = grouped ? q8_0_grouped_row_bytes(w.cols) : row_size(w.type, w.cols);
+  const size_t need = grouped ? grouped_row_bytes(w.type, w.cols) : row_size(w.type, w.cols);
   if (w.row_bytes < need) {
     throw QuantError(label(w) + " has row_bytes=" + std::to_string(w.row_bytes) + " but a " +
                      type_name(w.type) + " row of " + std::to_string(w.cols) + " elements needs " +
@@ -205,10 +219,10 @@ void matvec(const WeightView& w, const float* x, float* y) {
   if (x == nullptr || y == nullptr) throw QuantError("matvec on " + label(w) + ": null x or y");
   const KernelTable& kt = detail::active_kernels();
   const int64_t k = w.cols;
-  // The row kernel and its activation format (grouped Q8_0: the interleaved row).
+  // The row kernel and its activation format (grouped rows: the interleaved row).
   MatmulKernel mk{detail::dot_for(kt, w.type), 1, nullptr, 0};
-  if (w.layout == WeightLayout::Q8_0Grouped) {
-    mk = grouped_kernel(kt, k);
+  if (w.layout == WeightLayout::Grouped) {
+    mk = grouped_kernel(kt, w, 1);
   } else if (const ActFormat f = detail::act_format(w.type); f != ActFormat::F32) {
     mk.quantize = row_quantizer(kt, f);
     mk.act_bytes = detail::act_row_bytes(f, k);
@@ -397,8 +411,8 @@ void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const std::byte* row = base + static_cast<size_t>(ids[i]) * w.row_bytes;
     float* dst = out + i * w.cols;
-    if (w.layout == WeightLayout::Q8_0Grouped) {
-      dequantize_grouped_q8_0_row(row, w.cols, dst);
+    if (w.layout == WeightLayout::Grouped) {
+      dequantize_grouped_row(w.type, row, w.cols, dst);
     } else if (w.type == DType::F16) {
       kt.f16_to_f32(reinterpret_cast<const uint16_t*>(row), dst, w.cols);
     } else {

@@ -25,9 +25,9 @@
 
 namespace vsynth::kernels {
 
-// How a weight row's blocks lie: as GGUF stores them, or (Q8_0 only) regrouped at load for the
-// SIMD kernels (kernels/cpu/grouped.h; blocks.h gives the layout).
-enum class WeightLayout : uint8_t { Plain, Q8_0Grouped };
+// How a weight row's blocks lie: as GGUF stores them, or (Q8_0 and Q5_0 only) regrouped at load
+// for the SIMD kernels (kernels/cpu/grouped.h; blocks.h gives the layouts).
+enum class WeightLayout : uint8_t { Plain, Grouped };
 
 // A 2-D weight tensor as it lies in memory (e.g. mmap'd GGUF data), not owned.
 // Row r holds the `cols` input-side elements of output feature r, encoded as `type`, at
@@ -48,8 +48,8 @@ WeightView make_weight_view(DType type, int64_t rows, int64_t cols, const void* 
 
 // Throws QuantError if w is unusable: unsupported type, cols not a multiple of the block size,
 // row_bytes too small, null data with rows > 0, data/row_bytes misaligned for the type
-// (4 bytes for F32, 2 for the others), or a grouped layout on another type than Q8_0 or on a
-// CPU path without the grouped kernel.
+// (4 bytes for F32, 2 for the others), or a grouped layout on another type than Q8_0 / Q5_0 or
+// on a CPU path without the grouped kernel.
 void validate_weight_view(const WeightView& w);
 
 // y[w.rows] = W . x[w.cols]   (x and y are floats and must not overlap).

@@ -276,7 +276,7 @@ class ModelImpl final : public Model {
                         " tokens but token_embd only " + std::to_string(cfg_.vocab_size) + " rows");
     }
     if (view) apply_view(*view);
-    group_q8_0_weights();
+    group_weights();
     arena_.initialize(opt_.threads);
     KvGeometry g;
     g.n_layers = cfg_.n_layers;
@@ -331,7 +331,7 @@ class ModelImpl final : public Model {
 
  private:
   void apply_view(const ModelViewSpec& v);
-  void group_q8_0_weights();
+  void group_weights();
 
   std::shared_ptr<const Model> base_;   // a view's base (destroyed last: the bytes are its)
   std::vector<std::byte> output_copy_;  // a view's gathered output rows
@@ -822,22 +822,26 @@ void ModelImpl::apply_view(const ModelViewSpec& v) {
   w_.total_bytes += bytes(w_.output);
 }
 
-// Regroups every Q8_0 matrix decode and prefill multiply by (kernels/cpu/grouped.h: the same
-// bits in fewer instructions per call). A tied embedding is regrouped once, and get_rows reads
-// the lookup from that copy too. The copies are anonymous memory beside the mapped file (whose
-// Q8_0 pages are dropped from the resident set: RSS stays that of the plain weights). Skipped when
-// the CPU path has no grouped kernel (scalar) and with VSYNTH_Q8_0_GROUPED=0 (for A/B
-// measurements).
-void ModelImpl::group_q8_0_weights() {
-  if (!q8_0_grouping_available()) return;
-  if (const char* env = std::getenv("VSYNTH_Q8_0_GROUPED"); env && std::string_view(env) == "0") {
-    return;
-  }
+// Regroups every Q8_0 and Q5_0 matrix decode and prefill multiply by (kernels/cpu/grouped.h:
+// the same bits in fewer instructions per call). A tied embedding is regrouped once, and get_rows
+// reads the lookup from that copy too. The copies are anonymous memory beside the mapped file
+// (whose pages of those matrices are dropped from the resident set: RSS stays that of the plain
+// weights). Skipped for a type the CPU path has no grouped kernel for (scalar: none). For A/B
+// measurements, VSYNTH_GROUPED=0 turns it off and VSYNTH_GROUPED=q8_0 (or q5_0) limits it to
+// that type.
+void ModelImpl::group_weights() {
+  const char* env = std::getenv("VSYNTH_GROUPED");
+  const std::string_view only = env != nullptr ? env : "";
+  if (only == "0") return;
+  const auto wanted = [&](DType t) {
+    return only.empty() || only == "1" || only == dtype_info(t)->name;
+  };
   const bool tied = w_.token_embd.data == w_.output.data && w_.token_embd.rows == w_.output.rows;
   std::vector<std::span<const std::byte>> replaced;  // plain bytes nothing reads any more
   const auto group = [&](WeightView& m) {
-    if (m.type != DType::Q8_0 || m.layout != WeightLayout::Plain || m.rows == 0) return;
-    grouped_.push_back(group_q8_0(m));
+    if (m.layout != WeightLayout::Plain || m.rows == 0 || !grouping_available(m.type)) return;
+    if (!wanted(m.type)) return;
+    grouped_.push_back(group_weight(m));
     replaced.emplace_back(static_cast<const std::byte*>(m.data),
                           static_cast<size_t>(m.rows) * m.row_bytes);
     m = grouped_.back().view;
@@ -847,7 +851,7 @@ void ModelImpl::group_q8_0_weights() {
   }
   group(w_.output);
   if (tied) w_.token_embd = w_.output;
-  if (w_.output.layout == WeightLayout::Q8_0Grouped) {
+  if (w_.output.layout == WeightLayout::Grouped) {
     std::vector<std::byte>().swap(output_copy_);  // a view's gathered rows, now regrouped
   }
   // The file's pages of those matrices leave the resident set, so the copies do not double the

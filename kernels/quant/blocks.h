@@ -120,15 +120,23 @@ inline constexpr size_t kQ8A32BytesPerBlock = 40;
 // kernels_x86.inc).
 inline constexpr int kQ8A32ILGroup = 8;
 
-// ---- Grouped Q8_0 weight rows (our own layout, made at load, never stored in files) ----
+// ---- Grouped Q8_0 and Q5_0 weight rows (our own layouts, made at load, never stored in files) --
 //
-// kernels/cpu/grouped.h regroups a Q8_0 matrix for the SIMD tables: each row's nb = k / 32 blocks
-// are padded with zero blocks (codes and scale 0) to nbp as the interleaved activation row above,
-// and each group of 8 blocks stored as its 8 fp16 scales (16 bytes) followed by its 256 codes in
-// the interleaved activation order (code 4i + e of block j at byte 32i + 4j + e); the 4-block
-// tail group as 4 scales (8 bytes) and 128 codes (byte 32(i % 4) + 16(i / 4) + 4j + e).
-// 34 * nbp bytes per row: the same bytes as the plain row when nb is a multiple of 8 or ends in
-// a 4-block tail (every row of the default model).
+// kernels/cpu/grouped.h regroups a Q8_0 or Q5_0 matrix for the SIMD tables: each row's nb = k / 32
+// blocks are padded with zero blocks (codes, bits and scale 0) to nbp as the interleaved
+// activation row above, and each group of 8 blocks j = 0..7 stored as its 8 fp16 scales (16
+// bytes) followed by its codes in the interleaved activation order:
+//   Q8_0: 256 codes, code 4i + e of block j at byte 32i + 4j + e.
+//   Q5_0: 128 bytes of nibbles, byte 32v + 4j + e (v in 0..3) = qs[4v + e] of block j (low
+//         nibble: code 4v + e, high nibble: code 16 + 4v + e, as in the plain block), then 32
+//         bytes of fifth-bit planes, byte 4j + e bit i = the fifth bit of code 4i + e of block j.
+// The 4-block tail group: 4 scales (8 bytes), then
+//   Q8_0: 128 codes, code 4i + e of block j at byte 32(i % 4) + 16(i / 4) + 4j + e;
+//   Q5_0: 64 bytes of nibbles, byte 16v + 4j + e = qs[4v + e] of block j, then 16 bytes of
+//         planes as above (j in 0..3).
+// The plain block's bytes per block (34 for Q8_0, 22 for Q5_0) times nbp: the same bytes as the
+// plain row when nb is a multiple of 8 or ends in a 4-block tail (every row of the default
+// model).
 
 // ---- Unpacked weight rows (matmul's scratch, made per tile, never stored) ----
 //

@@ -112,13 +112,15 @@ struct KernelTable {
   DotFn dot_q4_k_il;
   DotFn dot_q5_k_il;
   DotFn dot_q6_k_il;
-  // Q8_0 weights in the grouped row layout (blocks.h, made at load by kernels/cpu/grouped.h),
-  // on interleaved Q8A32 activation rows, for matvec and matmul alike: bit-identical to
-  // dot_q8_0 / dot_q8_0_il on the plain rows. nullptr where a table has none (scalar): the
-  // engine then keeps the rows plain.
+  // Q8_0 / Q5_0 weights in the grouped row layouts (blocks.h, made at load by
+  // kernels/cpu/grouped.h), on interleaved Q8A32 activation rows, for matvec and matmul alike:
+  // bit-identical to dot_q8_0 / dot_q8_0_il (dot_q5_0 / dot_q5_0_il) on the plain rows.
+  // nullptr where a table has none (scalar): the engine then keeps the rows plain.
+  // The *_rows entries: the same over many rows in one call (bit-identical row by row).
   DotFn dot_q8_0_grouped;
-  // dot_q8_0_grouped over many rows in one call (bit-identical row by row); nullptr with it.
   DotRowsFn dot_q8_0_grouped_rows;
+  DotFn dot_q5_0_grouped;
+  DotRowsFn dot_q5_0_grouped_rows;
   // Prefill on unpacked rows (matmul prefers it where set: the VNNI table, whose 32 zmm
   // registers hold a tile of four or six rows by four tokens).
   Unpacked q4_0_unpacked;
@@ -127,14 +129,19 @@ struct KernelTable {
   Unpacked q4_k_unpacked;
   Unpacked q5_k_unpacked;
   Unpacked q6_k_unpacked;
+  // From grouped rows to the same unpacked row pairs (and the same dot_rows) as the plain
+  // Q8_0 / Q5_0 rows give.
+  Unpacked q8_0_grouped_unpacked;
+  Unpacked q5_0_grouped_unpacked;
 };
 
 // Whether every entry of t is set. Tables are written with designated initializers (an entry is
 // named, so it cannot land in a neighbour's slot; GCC's -Wmissing-field-initializers, an error
 // here, catches one left out) and tests/kernels/quant_dot_test.cpp asserts this for every
 // table on every compiler (the optional entries quantize_a32il, quantize_a256il, dot_*_il and
-// dot_q8_0_grouped(_rows) excepted). Not a static_assert: under -fsanitize=undefined GCC does not
-// treat a function's address compared with nullptr as a constant expression.
+// dot_q8_0_grouped(_rows) and dot_q5_0_grouped(_rows) excepted). Not a static_assert: under
+// -fsanitize=undefined GCC does not treat a function's address compared with nullptr as a constant
+// expression.
 constexpr bool complete(const KernelTable& t) {
   return t.name != nullptr && t.quantize_a32 != nullptr && t.quantize_a256 != nullptr &&
          t.f16_to_f32 != nullptr && t.f32_to_f16 != nullptr && t.dot_f32 != nullptr &&

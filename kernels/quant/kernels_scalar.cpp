@@ -255,12 +255,16 @@ constexpr KernelTable kScalar = {
     .dot_q6_k_il = nullptr,
     .dot_q8_0_grouped = nullptr,
     .dot_q8_0_grouped_rows = nullptr,
+    .dot_q5_0_grouped = nullptr,
+    .dot_q5_0_grouped_rows = nullptr,
     .q4_0_unpacked = {nullptr, nullptr},
     .q5_0_unpacked = {nullptr, nullptr},
     .q8_0_unpacked = {nullptr, nullptr},
     .q4_k_unpacked = {nullptr, nullptr},
     .q5_k_unpacked = {nullptr, nullptr},
     .q6_k_unpacked = {nullptr, nullptr},
+    .q8_0_grouped_unpacked = {nullptr, nullptr},
+    .q5_0_grouped_unpacked = {nullptr, nullptr},
 };
 
 }  // namespace

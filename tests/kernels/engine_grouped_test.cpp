@@ -1,7 +1,7 @@
-// The engine regroups its Q8_0 matrices at load (kernels/cpu/grouped.h) for speed only: logits
-// from prefill, prefill_all and decode on the default model (a tied q8_0 embedding, q8_0 attn_v)
-// must be bit-identical with the regrouping turned off (VSYNTH_Q8_0_GROUPED=0), for 1 and 2
-// threads.
+// The engine regroups its Q8_0 and Q5_0 matrices at load (kernels/cpu/grouped.h) for speed
+// only: logits from prefill, prefill_all and decode on the default model (a tied q8_0
+// embedding, q8_0 and q5_0 attn_v, q5_0 q / k / gate / up) must be bit-identical with the
+// regrouping turned off (VSYNTH_GROUPED=0), for 1 and 2 threads.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -23,15 +23,15 @@ struct Logits {
 
 Logits run(bool grouped, int threads) {
   if (grouped) {
-    unsetenv("VSYNTH_Q8_0_GROUPED");
+    unsetenv("VSYNTH_GROUPED");
   } else {
-    setenv("VSYNTH_Q8_0_GROUPED", "0", 1);
+    setenv("VSYNTH_GROUPED", "0", 1);
   }
   ModelOptions o;
   o.threads = threads;
   o.context_length = 256;
   auto m = Model::load(vsynth::test::default_model(), o);
-  unsetenv("VSYNTH_Q8_0_GROUPED");
+  unsetenv("VSYNTH_GROUPED");
   auto seq = m->new_sequence();
   const std::vector<TokenId> prompt = m->tokenizer().encode("def fibonacci(n):\n    \"\"\"Return");
   Logits out;
@@ -48,9 +48,10 @@ Logits run(bool grouped, int threads) {
 
 }  // namespace
 
-TEST_CASE("engine: grouped q8_0 weights give the plain weights' logits", "[engine][grouped]") {
+TEST_CASE("engine: grouped q8_0 and q5_0 weights give the plain weights' logits",
+          "[engine][grouped]") {
   if (!vsynth::test::have_default_model()) VSYNTH_SKIP("the default model is not installed");
-  if (!q8_0_grouping_available()) VSYNTH_SKIP("this CPU path has no grouped q8_0 kernel");
+  if (!grouping_available(DType::Q8_0)) VSYNTH_SKIP("this CPU path has no grouped kernels");
   for (int threads : {1, 2}) {
     INFO("threads " << threads);
     const Logits plain = run(false, threads), grouped = run(true, threads);

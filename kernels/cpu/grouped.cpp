@@ -46,9 +46,8 @@ Place place(DType t, int64_t b, int64_t nbp) {
   return {base + 2 * j, base + scales + 4 * j, tail ? 16u : 32u, base + scales + nibbles + 4 * j};
 }
 
-// Q8_0: byte offset of dword i of block b.
-size_t q8_code_offset(int64_t b, int i, int64_t nbp) {
-  const Place p = place(DType::Q8_0, b, nbp);
+// Q8_0: byte offset of dword i of block b, whose Place is p.
+size_t q8_code_offset(const Place& p, int64_t b, int i, int64_t nbp) {
   if (nbp - 8 * (b / 8) == 4) return p.codes + 32 * (i % 4) + 16 * (i / 4);
   return p.codes + 32 * i;
 }
@@ -78,7 +77,7 @@ void place_block(DType t, const std::byte* src, int64_t b, int64_t nbp, std::byt
     BlockQ8_0 blk;
     std::memcpy(&blk, src, sizeof blk);
     std::memcpy(dst + p.scale, &blk.d, sizeof blk.d);
-    for (int i = 0; i < 8; ++i) std::memcpy(dst + q8_code_offset(b, i, nbp), blk.qs + 4 * i, 4);
+    for (int i = 0; i < 8; ++i) std::memcpy(dst + q8_code_offset(p, b, i, nbp), blk.qs + 4 * i, 4);
     return;
   }
   BlockQ5_0 blk;
@@ -95,7 +94,7 @@ void decode_block(DType t, const std::byte* row, int64_t b, int64_t nbp, float* 
   if (t == DType::Q8_0) {
     BlockQ8_0 blk;
     std::memcpy(&blk.d, row + p.scale, sizeof blk.d);
-    for (int i = 0; i < 8; ++i) std::memcpy(blk.qs + 4 * i, row + q8_code_offset(b, i, nbp), 4);
+    for (int i = 0; i < 8; ++i) std::memcpy(blk.qs + 4 * i, row + q8_code_offset(p, b, i, nbp), 4);
     dequantize_row(t, &blk, out, kQK32);
     return;
   }

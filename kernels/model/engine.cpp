@@ -837,13 +837,15 @@ void ModelImpl::group_weights() {
     return only.empty() || only == "1" || only == dtype_info(t)->name;
   };
   const bool tied = w_.token_embd.data == w_.output.data && w_.token_embd.rows == w_.output.rows;
-  std::vector<std::span<const std::byte>> replaced;  // plain bytes nothing reads any more
+  // Each matrix's file pages leave the resident set as soon as its copy is made, so the copies
+  // do not double the weights' memory, during the load either (an untied embedding still reads
+  // its own plain rows: it is not regrouped).
   const auto group = [&](WeightView& m) {
     if (m.layout != WeightLayout::Plain || m.rows == 0 || !grouping_available(m.type)) return;
     if (!wanted(m.type)) return;
     grouped_.push_back(group_weight(m));
-    replaced.emplace_back(static_cast<const std::byte*>(m.data),
-                          static_cast<size_t>(m.rows) * m.row_bytes);
+    file_.drop_pages(
+        {static_cast<const std::byte*>(m.data), static_cast<size_t>(m.rows) * m.row_bytes});
     m = grouped_.back().view;
   };
   for (LayerWeights& L : w_.layers) {
@@ -854,9 +856,6 @@ void ModelImpl::group_weights() {
   if (w_.output.layout == WeightLayout::Grouped) {
     std::vector<std::byte>().swap(output_copy_);  // a view's gathered rows, now regrouped
   }
-  // The file's pages of those matrices leave the resident set, so the copies do not double the
-  // weights' memory (an untied embedding still reads its own plain rows: not among `replaced`).
-  for (const auto& r : replaced) file_.drop_pages(r);
 }
 
 std::shared_ptr<Model> make_model_view(const std::shared_ptr<const Model>& base,

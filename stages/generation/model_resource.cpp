@@ -55,6 +55,7 @@ ModelSettings model_settings(const graph::Params& params) {
   s.batching = params.boolean("batching.enabled");
   s.batch_window_ms = params.number("batching.window_ms");
   s.batch_max_tokens = static_cast<int32_t>(params.integer("batching.max_batch_tokens"));
+  s.batch_max_rows = static_cast<int32_t>(params.integer("batching.max_rows"));
   return s;
 }
 
@@ -104,6 +105,7 @@ std::shared_ptr<ModelResource> load_model(const ModelSettings& s) {
       kernels::SchedulerOptions so;
       so.window_ms = s.batch_window_ms;
       so.max_batch_tokens = s.batch_max_tokens;
+      so.max_rows = s.batch_max_rows;
       resource->set_scheduler(std::make_shared<kernels::Scheduler>(model, so));
     }
     return resource;
@@ -159,6 +161,12 @@ graph::ResourceContract model_contract() {
       graph::P::integer("batching.max_batch_tokens", 512, 1, 1 << 16,
                         "tokens per batched step at most, every row together (a single longer "
                         "row still runs, alone)"),
+      graph::P::integer(
+          "batching.max_rows", 16, 1, 1024,
+          "sequences per batched step at most (generate.llm's `workers` default to it). More "
+          "rows pay while a step's cost grows slower than its rows: on a 2-core CPU that stops "
+          "near 8 (16 rows cost twice 8; docs/performance.md), past which a burst of requests "
+          "only shares the same throughput among more of them, raising their mean latency"),
   };
   return c;
 }

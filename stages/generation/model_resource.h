@@ -44,6 +44,7 @@ struct ModelSettings {
   bool batching = false;
   double batch_window_ms = 5.0;
   int32_t batch_max_tokens = 512;
+  int32_t batch_max_rows = 16;
 };
 ModelSettings model_settings(const graph::Params& params);
 

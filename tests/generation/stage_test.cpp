@@ -681,7 +681,8 @@ edges: [ gen -> out ]
   const Run off = run(yaml("{ enabled: false }"), tasks, reg);
   REQUIRE(off.records.size() == 8);
   for (const std::string on : {"{ enabled: true }", "{ enabled: true, window_ms: 0 }",
-                               "{ enabled: true, window_ms: 20, max_batch_tokens: 64 }"}) {
+                               "{ enabled: true, window_ms: 20, max_batch_tokens: 64 }",
+                               "{ enabled: true, window_ms: 20, max_rows: 2 }"}) {
     INFO(on);
     const Run r = run(yaml(on), tasks, reg);
     REQUIRE(r.records.size() == 8);
@@ -700,6 +701,9 @@ edges: [ gen -> out ]
     CHECK(*r.counter("m", "batch_steps") > 0);
     CHECK(*r.counter("m", "batch_rows_per_step") >= 1.0);
     CHECK(*r.counter("m", "batch_tokens") > *r.counter("m", "batch_steps"));
+    if (on.find("max_rows: 2") != std::string::npos) {
+      CHECK(*r.counter("m", "batch_rows_per_step") <= 2.0);  // every step capped
+    }
   }
   CHECK_FALSE(off.counter("m", "batch_steps"));
   graph::Registry r2 = vsynth::test::full_registry();
@@ -709,6 +713,26 @@ edges: [ gen -> out ]
   } catch (const std::exception& e) {
     CHECK_THAT(e.what(), Catch::Contains("batching.window_ms"));
   }
+  try {
+    graph::Pipeline p(vsynth::test::load_text(yaml("{ enabled: true, max_rows: 0 }"), r2), r2);
+    FAIL("max_rows 0 was accepted");
+  } catch (const std::exception& e) {
+    CHECK_THAT(e.what(), Catch::Contains("batching.max_rows"));
+  }
+  // The settings reach the scheduler the resource starts.
+  gen::ModelSettings s;
+  s.path = tiny_model(true).string();
+  s.threads = 1;
+  s.context_length = 256;
+  s.batching = true;
+  s.batch_max_rows = 3;
+  s.batch_max_tokens = 96;
+  s.batch_window_ms = 2.5;
+  const auto res = gen::load_model(s);
+  REQUIRE(res->scheduler() != nullptr);
+  CHECK(res->scheduler()->options().max_rows == 3);
+  CHECK(res->scheduler()->options().max_batch_tokens == 96);
+  CHECK(res->scheduler()->options().window_ms == 2.5);
 }
 
 // A second tiny model with the same vocabulary (other weights) and one with another vocabulary.
@@ -728,8 +752,9 @@ const fs::path& tiny_draft(bool same_vocab) {
   return same_vocab ? same : other;
 }
 
-TEST_CASE("speculative: { drafter: model | self } keeps the output, and bad drafts are clear errors",
-          "[generation][stage][speculation]") {
+TEST_CASE(
+    "speculative: { drafter: model | self } keeps the output, and bad drafts are clear errors",
+    "[generation][stage][speculation]") {
   const auto reg = vsynth::test::full_registry();
   auto yaml = [&](const std::string& spec, bool same_vocab = true) {
     return model_yaml("  d: { use: model.gguf, with: { path: \"" + tiny_draft(same_vocab).string() +

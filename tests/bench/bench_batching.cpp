@@ -24,13 +24,15 @@
 //    groups of 8 in arrival order, each group prefilled and decoded in lockstep with forward_batch
 //    until its longest request ends, no request admitted mid-group, its rows sampled one after
 //    another by generate()'s sampler (greedy, with logprobs). Dynamic: each request a thread
-//    from its arrival through the Scheduler, run twice: `dynamic` with the scheduler's default
-//    row cap (max_rows 16: when requests queue faster than they are served, every one of them
-//    shares each step, which raises throughput and, for equal lengths, the mean latency, as
-//    processor sharing does against FCFS) and `dynamic8` capped at static's 8 rows; all give the
-//    same tokens (checked per round). Requests/s (all requests over first arrival to last
+//    from its arrival through the Scheduler, at most max_rows of them generating at once (in
+//    arrival order, as generate.llm's workers, which default to the row cap, admit items; a
+//    finished request's slot goes to the next at once), run twice: `dynamic` with the
+//    scheduler's default row cap (16) and `dynamic8` with static's 8; all give the same tokens
+//    (checked per round). Requests/s (all requests over first arrival to last
 //    completion) and mean latency (arrival to last token); per round each dynamic run's steps,
-//    rows per step, full windows and share of time in steps.
+//    rows per step, full windows and share of time in steps; at the end each run's inter-token
+//    p50 / p95 / p99 over every request (dynamic: a new request's prefill step holds up the
+//    running ones; static: none joins mid-group).
 //
 //   ninja -C build bench_batching
 //   ./build/tests/bench/bench_batching [--model GGUF] [--threads 2] [--new 32]
@@ -43,6 +45,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -192,9 +195,11 @@ TokenId argmax(std::span<const float> x) {
 // (finished requests drop out of the step, none join) until the longest is done. Each row's
 // token is drawn by the same Sampler settings run_one's generate() uses (greedy, with the
 // logprob), one row after another on this thread as a static serving loop samples its slots.
+// `gaps` gets each request's time between consecutive evaluations (ms), as Timed records them
+// for the dynamic runs.
 void static_group(Model& m, const std::vector<std::vector<TokenId>>& prompts,
                   const std::vector<int>& lengths, std::vector<Clock::time_point>& done,
-                  std::vector<std::vector<TokenId>>& tokens) {
+                  std::vector<std::vector<TokenId>>& tokens, std::vector<double>& gaps) {
   const size_t n = prompts.size();
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<BatchRow> rows(n);
@@ -209,6 +214,7 @@ void static_group(Model& m, const std::vector<std::vector<TokenId>>& prompts,
     rows[i].publish = true;
   }
   m.forward_batch(rows);
+  Clock::time_point evaluated = Clock::now();
   // Token 1 comes from the prefill; each step evaluates the newest token of every request
   // that still wants more (the last one is never evaluated, as in generate()).
   const auto draw = [&](size_t i, std::span<const float> logits) {
@@ -231,6 +237,9 @@ void static_group(Model& m, const std::vector<std::vector<TokenId>>& prompts,
     }
     if (step.empty()) break;
     m.forward_batch(step);
+    const Clock::time_point now = Clock::now();
+    gaps.insert(gaps.end(), step.size(), ms(evaluated, now));
+    evaluated = now;
     for (size_t k = 0; k < step.size(); ++k) {
       const size_t i = which[k];
       draw(i, step[k].result);
@@ -539,6 +548,9 @@ int main(int argc, char** argv) {
 
   // Static then dynamic in each round, so that both see the same drift in the machine's load.
   std::map<std::string, std::vector<double>> sd_ratios, latency_ratios;  // by dynamic run
+  // Every request's gaps between consecutive evaluations, all rounds, by run.
+  std::map<std::string, std::vector<double>> itl;
+  std::mutex itl_mu;
   for (int round = 0; round < rounds; ++round) {
     std::vector<Clock::time_point> done_s(static_cast<size_t>(requests));
     std::vector<std::vector<TokenId>> static_tokens(static_cast<size_t>(requests));
@@ -551,7 +563,7 @@ int main(int argc, char** argv) {
       std::vector<int> ls(lengths.begin() + g0, lengths.begin() + g1);
       std::vector<Clock::time_point> d(ps.size());
       std::vector<std::vector<TokenId>> tk;
-      static_group(*model, ps, ls, d, tk);
+      static_group(*model, ps, ls, d, tk, itl["static8"]);
       std::copy(d.begin(), d.end(), done_s.begin() + g0);
       std::move(tk.begin(), tk.end(), static_tokens.begin() + g0);
     }
@@ -569,13 +581,32 @@ int main(int argc, char** argv) {
       Scheduler sched(model, dso);
       const Clock::time_point base_d = Clock::now();
       std::vector<std::thread> ts;
+      // At most `cap` requests generate at once, in arrival order, as generate.llm's workers
+      // (which default to the row cap) admit items; the rest wait, their latency counting it.
+      std::mutex slot_mu;
+      std::condition_variable slot_cv;
+      int running = 0, next_in = 0;
       for (int i = 0; i < requests; ++i) {
         ts.emplace_back([&, i] {
           const size_t k = static_cast<size_t>(i);
           std::this_thread::sleep_until(at(base_d, arrive_ms[k]));
+          {
+            std::unique_lock<std::mutex> lock(slot_mu);
+            slot_cv.wait(lock, [&] { return next_in == i && running < cap; });
+            ++running;
+            ++next_in;
+          }
+          slot_cv.notify_all();
           Result r = run_one(sched.new_sequence(), tok, k, lengths[k]);
+          {
+            const std::lock_guard<std::mutex> lock(slot_mu);
+            --running;
+          }
+          slot_cv.notify_all();
           done_d[k] = r.done;
           dynamic_tokens[k] = std::move(r.tokens);
+          const std::lock_guard<std::mutex> lock(itl_mu);
+          itl[name].insert(itl[name].end(), r.gaps.begin(), r.gaps.end());
         });
       }
       for (auto& th : ts) th.join();
@@ -606,6 +637,15 @@ int main(int argc, char** argv) {
     const std::string suffix = std::string(name) == "dynamic" ? "" : "_dynamic8";
     out["static_vs_dynamic"]["ratio_median" + suffix] = pct(sd_ratios[name], 0.5);
     out["static_vs_dynamic"]["mean_latency_ratio_median" + suffix] = pct(latency_ratios[name], 0.5);
+  }
+
+  std::printf("inter-token ms over every request and round: %8s %7s %7s %7s\n", "run", "p50", "p95",
+              "p99");
+  for (const char* name : {"static8", "dynamic", "dynamic8"}) {
+    std::vector<double>& g = itl[name];
+    std::printf("%47s %7.1f %7.1f %7.1f\n", name, pct(g, 0.5), pct(g, 0.95), pct(g, 0.99));
+    out["static_vs_dynamic"]["inter_token_ms"][name] = {
+        {"p50", pct(g, 0.5)}, {"p95", pct(g, 0.95)}, {"p99", pct(g, 0.99)}};
   }
 
   return vsynth::bench::write_json(out_path, out) ? 0 : 1;

@@ -39,7 +39,7 @@ Place place(DType t, int64_t b, int64_t nbp) {
   const size_t kn = tail ? 4 : 8, scales = 2 * kn;
   if (t == DType::Q8_0) {
     // Whole groups: dword i of block j at 32i + 4j. The tail: dwords i and i + 4 in the two
-    // halves of vector i % 4 (handled by the caller through code_offset below).
+    // halves of vector i % 4 (q8_code_offset below).
     return {base + 2 * j, base + scales + 4 * j, 32, 0};
   }
   const size_t nibbles = kn * 16;  // 4 vectors of 32 bytes, or of 16 for the tail
@@ -49,7 +49,7 @@ Place place(DType t, int64_t b, int64_t nbp) {
 // Q8_0: byte offset of dword i of block b, whose Place is p.
 size_t q8_code_offset(const Place& p, int64_t b, int i, int64_t nbp) {
   if (nbp - 8 * (b / 8) == 4) return p.codes + 32 * (i % 4) + 16 * (i / 4);
-  return p.codes + 32 * i;
+  return p.codes + p.step * i;
 }
 
 // Q5_0's fifth bits as bit planes: plane byte e of block j, bit i = bit 4i + e of qh.
@@ -110,10 +110,7 @@ void decode_block(DType t, const std::byte* row, int64_t b, int64_t nbp, float* 
 }  // namespace
 
 bool grouping_available(DType t) {
-  const auto& kt = detail::active_kernels();
-  if (t == DType::Q8_0) return kt.dot_q8_0_grouped != nullptr;
-  if (t == DType::Q5_0) return kt.dot_q5_0_grouped != nullptr;
-  return false;
+  return detail::grouped_for(detail::active_kernels(), t).dot != nullptr;
 }
 
 size_t grouped_row_bytes(DType t, int64_t k) {

@@ -119,21 +119,18 @@ struct MatmulKernel {
 // Grouped rows take interleaved activations for one token as for many; from kUnpackMinTokens
 // tokens matmul unpacks their tiles where the table can (as it does plain rows).
 MatmulKernel grouped_kernel(const KernelTable& kt, const WeightView& w, int64_t n) {
-  const bool q8 = w.type == DType::Q8_0;
-  const int64_t k = w.cols;
-  const size_t ab = detail::act_row_bytes_a32il(k);
-  if (const detail::Unpacked u = q8 ? kt.q8_0_grouped_unpacked : kt.q5_0_grouped_unpacked;
-      u.unpack != nullptr && n >= kUnpackMinTokens) {
+  const detail::Grouped g = detail::grouped_for(kt, w.type);
+  const size_t ab = detail::act_row_bytes_a32il(w.cols);
+  if (g.unpacked.unpack != nullptr && n >= kUnpackMinTokens) {
     return {nullptr,
             detail::kMaxCols,
             kt.quantize_a32il,
             ab,
-            u.dot_rows,
-            u.unpack,
-            detail::unpacked_row_bytes(w.type, k)};
+            g.unpacked.dot_rows,
+            g.unpacked.unpack,
+            detail::unpacked_row_bytes(w.type, w.cols)};
   }
-  return {q8 ? kt.dot_q8_0_grouped : kt.dot_q5_0_grouped, detail::kMaxCols, kt.quantize_a32il, ab,
-          q8 ? kt.dot_q8_0_grouped_rows : kt.dot_q5_0_grouped_rows};
+  return {g.dot, detail::kMaxCols, kt.quantize_a32il, ab, g.dot_rows};
 }
 
 // n: the tokens of the call (see kUnpackMinTokens).

@@ -159,6 +159,15 @@ DotFn dot_il_for(const KernelTable& table, DType t);
 // The unpacked-row prefill kernels of table for t; both nullptr if t has none there.
 Unpacked unpacked_for(const KernelTable& table, DType t);
 
+// The grouped-row kernels of table for t (Q8_0, Q5_0): the dot, its form over many rows, and
+// the unpacker of grouped tiles; each nullptr where the table (or the type) has none.
+struct Grouped {
+  DotFn dot;
+  DotRowsFn dot_rows;
+  Unpacked unpacked;
+};
+Grouped grouped_for(const KernelTable& table, DType t);
+
 const KernelTable& scalar_kernels();
 // nullptr when this build has no AVX2 translation unit (non-x86 targets). Whether the CPU can
 // run it is a separate question (kernels/cpu/cpu_path.h).

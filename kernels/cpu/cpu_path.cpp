@@ -6,6 +6,7 @@
 #endif
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -54,6 +55,30 @@ bool cpu_has_avx512vnni() {
 #endif
 }
 
+// Vendor and display family from cpuid leaves 0 and 1.
+struct CpuId {
+  bool intel = false, amd = false;
+  unsigned family = 0;
+};
+
+CpuId cpu_id() {
+  CpuId id;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return id;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  id.intel = std::string_view(vendor) == "GenuineIntel";
+  id.amd = std::string_view(vendor) == "AuthenticAMD";
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return id;
+  const unsigned base = (a >> 8) & 0xF, extended = (a >> 20) & 0xFF;
+  id.family = base == 0xF ? base + extended : base;
+#endif
+  return id;
+}
+
 bool avx2_usable() {
   static const bool usable = detail::avx2_kernels() != nullptr && cpu_has_avx2();
   return usable;
@@ -69,6 +94,31 @@ std::atomic<int> g_path{-1};
 std::once_flag g_init;
 
 }  // namespace
+
+bool cpu_full_width_512() {
+  static const bool full = [] {
+    const CpuId id = cpu_id();
+    return id.intel || (id.amd && id.family >= 0x1A);  // 0x19: Zen 3 / Zen 4
+  }();
+  return full;
+}
+
+bool choose_zmm_pairs(std::string_view env_value, bool full_width) {
+  if (env_value.empty() || env_value == "auto") return full_width;
+  if (env_value == "1") return true;
+  if (env_value == "0") return false;
+  throw QuantError("VSYNTH_ZMM_PAIRS='" + std::string(env_value) +
+                   "' is not valid; use auto (the default: on where the CPU runs 512-bit "
+                   "operations at full width), 1 or 0");
+}
+
+bool zmm_pairs_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("VSYNTH_ZMM_PAIRS");
+    return choose_zmm_pairs(env ? env : "", cpu_full_width_512());
+  }();
+  return on;
+}
 
 std::string_view to_string(CpuPath p) {
   switch (p) {

@@ -31,4 +31,18 @@ CpuPath active_cpu_path();
 // available. Meant for tests and benchmarks; not synchronised with kernel calls in flight.
 void set_cpu_path(CpuPath p);
 
+// Whether this CPU executes 512-bit vector operations at full width (Intel's AVX-512 cores; AMD
+// from Zen 5), rather than as two 256-bit halves (Zen 4). Decides a speed choice only: the
+// avx512vnni path's grouped row-pair kernels for 3-8 tokens (kernels/cpu/matvec.cpp), which are
+// bit-identical to the 256-bit ones they replace.
+bool cpu_full_width_512();
+
+// Whether matmul uses those row-pair kernels: VSYNTH_ZMM_PAIRS=env_value given full_width.
+// Empty or "auto": full_width; "1" / "0": on / off (for A/B runs). Throws QuantError for any other
+// value.
+bool choose_zmm_pairs(std::string_view env_value, bool full_width);
+
+// The choice in use; the first call reads VSYNTH_ZMM_PAIRS (and throws QuantError if invalid).
+bool zmm_pairs_enabled();
+
 }  // namespace vsynth::kernels

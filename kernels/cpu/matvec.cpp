@@ -48,6 +48,13 @@ constexpr int64_t kTileMaxRows = 256;
 // bench_roofline --tokens 8,12,16).
 constexpr int64_t kUnpackMinTokens = 9;
 
+// Fewest tokens for which grouped rows go two at a time through the 512-bit pair kernels (below
+// kUnpackMinTokens, where the CPU runs them at full width: zmm_pairs_enabled). The output
+// projection (q8_0, 640 x 262144, bench of matmul alone, 2 threads, Intel Xeon, alternated runs):
+// 3 / 4 / 6 / 8 tokens 4.72-4.80 -> 3.62-4.20, 5.15-6.34 -> 4.19-4.93, 6.95 -> 5.96-6.27,
+// 9.05-9.58 -> 7.17-7.52 ms; at 2 tokens the same (3.89-3.94 vs 3.36-3.94).
+constexpr int64_t kPairMinTokens = 3;
+
 std::string label(const WeightView& w) {
   return w.name.empty() ? std::string("weight") : "tensor '" + std::string(w.name) + "'";
 }
@@ -116,8 +123,9 @@ struct MatmulKernel {
   size_t unpacked_row_bytes = 0;
 };
 
-// Grouped rows take interleaved activations for one token as for many; from kUnpackMinTokens
-// tokens matmul unpacks their tiles where the table can (as it does plain rows).
+// Grouped rows take interleaved activations for one token as for many; from kPairMinTokens
+// tokens two rows at a time where the CPU runs 512-bit vectors at full width; from
+// kUnpackMinTokens matmul unpacks their tiles where the table can (as it does plain rows).
 MatmulKernel grouped_kernel(const KernelTable& kt, const WeightView& w, int64_t n) {
   const detail::Grouped g = detail::grouped_for(kt, w.type);
   const size_t ab = detail::act_row_bytes_a32il(w.cols);
@@ -129,6 +137,9 @@ MatmulKernel grouped_kernel(const KernelTable& kt, const WeightView& w, int64_t 
             g.unpacked.dot_rows,
             g.unpacked.unpack,
             detail::unpacked_row_bytes(w.type, w.cols)};
+  }
+  if (g.dot_pairs != nullptr && n >= kPairMinTokens && zmm_pairs_enabled()) {
+    return {g.dot, detail::kMaxCols, kt.quantize_a32il, ab, g.dot_pairs};
   }
   return {g.dot, detail::kMaxCols, kt.quantize_a32il, ab, g.dot_rows};
 }

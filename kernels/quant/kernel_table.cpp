@@ -98,11 +98,13 @@ Unpacked unpacked_for(const KernelTable& table, DType t) {
 Grouped grouped_for(const KernelTable& table, DType t) {
   switch (t) {
     case DType::Q8_0:
-      return {table.dot_q8_0_grouped, table.dot_q8_0_grouped_rows, table.q8_0_grouped_unpacked};
+      return {table.dot_q8_0_grouped, table.dot_q8_0_grouped_rows, table.dot_q8_0_grouped_pairs,
+              table.q8_0_grouped_unpacked};
     case DType::Q5_0:
-      return {table.dot_q5_0_grouped, table.dot_q5_0_grouped_rows, table.q5_0_grouped_unpacked};
+      return {table.dot_q5_0_grouped, table.dot_q5_0_grouped_rows, table.dot_q5_0_grouped_pairs,
+              table.q5_0_grouped_unpacked};
     default:
-      return {nullptr, nullptr, {nullptr, nullptr}};
+      return {nullptr, nullptr, nullptr, {nullptr, nullptr}};
   }
 }
 

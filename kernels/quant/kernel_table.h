@@ -121,6 +121,11 @@ struct KernelTable {
   DotRowsFn dot_q8_0_grouped_rows;
   DotFn dot_q5_0_grouped;
   DotRowsFn dot_q5_0_grouped_rows;
+  // The *_rows entries' form for a batched decode step's 2-8 columns on two rows per 512-bit
+  // vector (bit-identical; the VNNI table only, and used only where the CPU runs 512-bit
+  // operations at full width: kernels/cpu/matvec.cpp).
+  DotRowsFn dot_q8_0_grouped_pairs;
+  DotRowsFn dot_q5_0_grouped_pairs;
   // Prefill on unpacked rows (matmul prefers it where set: the VNNI table, whose 32 zmm
   // registers hold a tile of four or six rows by four tokens).
   Unpacked q4_0_unpacked;
@@ -164,6 +169,7 @@ Unpacked unpacked_for(const KernelTable& table, DType t);
 struct Grouped {
   DotFn dot;
   DotRowsFn dot_rows;
+  DotRowsFn dot_pairs;
   Unpacked unpacked;
 };
 Grouped grouped_for(const KernelTable& table, DType t);

@@ -446,3 +446,19 @@ TEST_CASE("CPU path selection from VSYNTH_CPU", "[quant][cpu]") {
     CHECK(active_cpu_path() == CpuPath::Scalar);
   }
 }
+
+TEST_CASE("512-bit row pairs from VSYNTH_ZMM_PAIRS", "[quant][cpu]") {
+  CHECK(choose_zmm_pairs("", true));
+  CHECK_FALSE(choose_zmm_pairs("", false));
+  CHECK(choose_zmm_pairs("auto", true));
+  CHECK_FALSE(choose_zmm_pairs("auto", false));
+  CHECK(choose_zmm_pairs("1", false));
+  CHECK_FALSE(choose_zmm_pairs("0", true));
+  CHECK_THROWS_WITH(choose_zmm_pairs("yes", true),
+                    Catch::Contains("VSYNTH_ZMM_PAIRS") && Catch::Contains("'yes'"));
+  // The process-wide choice honours the variable this test run was started with.
+  const char* env = std::getenv("VSYNTH_ZMM_PAIRS");
+  const std::string value = env != nullptr ? env : "";
+  if (value == "0" || value == "1") CHECK(zmm_pairs_enabled() == (value == "1"));
+  if (value.empty()) CHECK(zmm_pairs_enabled() == cpu_full_width_512());
+}

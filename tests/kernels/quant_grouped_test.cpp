@@ -144,6 +144,10 @@ TEST_CASE("grouping refuses what it cannot group, and the grouped layout needs i
   CHECK_THROWS_WITH(matvec(g.view, x.data(), y.data()), Catch::Contains("CPU path scalar"));
 }
 
+// Both forms over many rows: dot_*_grouped_rows (one row at a time) and, on the VNNI table,
+// dot_*_grouped_pairs (two rows per 512-bit vector, matmul's choice for 3-8 tokens where the CPU
+// runs 512-bit vectors at full width; tested wherever the CPU has the table, whatever it would
+// choose).
 TEST_CASE("grouped q8_0 and q5_0: one call over many rows gives each row's own call's bits",
           "[quant][grouped]") {
   const auto paths = simd_paths();
@@ -151,54 +155,66 @@ TEST_CASE("grouped q8_0 and q5_0: one call over many rows gives each row's own c
     VSYNTH_SKIP("no SIMD path on this CPU: the scalar table has no grouped kernel");
   CHECK(detail::kernels_for(CpuPath::Scalar).dot_q8_0_grouped_rows == nullptr);
   CHECK(detail::kernels_for(CpuPath::Scalar).dot_q5_0_grouped_rows == nullptr);
+  CHECK(detail::kernels_for(CpuPath::Scalar).dot_q8_0_grouped_pairs == nullptr);
+  CHECK(detail::kernels_for(CpuPath::Scalar).dot_q5_0_grouped_pairs == nullptr);
+  int pair_tables = 0;
   for (CpuPath path : paths)
-    for (DType type : kGroupedTypes) {
-      const auto& kt = detail::kernels_for(path);
-      const bool q8 = type == DType::Q8_0;
-      const detail::DotFn dot = q8 ? kt.dot_q8_0_grouped : kt.dot_q5_0_grouped;
-      const detail::DotRowsFn dot_rows = q8 ? kt.dot_q8_0_grouped_rows : kt.dot_q5_0_grouped_rows;
-      REQUIRE(dot != nullptr);
-      REQUIRE(dot_rows != nullptr);
-      ScopedCpuPath scoped(path);
-      // k = 128 (a 4-block row), 416 (a group and a 5-block tail), 640 (two groups and the
-      // 4-block tail: the default model's output projection and q / k / gate / up).
-      for (int64_t nb : {4, 13, 20}) {
-        const int64_t k = 32 * nb, rows = 37;
-        const QuantMatrix m = make_matrix(type, rows, k, static_cast<uint32_t>(3 * nb + 2));
-        const GroupedWeight g = group_weight(plain_view(m));
-        const auto* w = static_cast<const std::byte*>(g.view.data);
-        // 16 interleaved activation columns, 64-byte aligned as matmul lays them out.
-        const size_t ab = detail::act_row_bytes_a32il(k);
-        std::vector<std::byte> buf(16 * ab + 64);
-        void* p = buf.data();
-        size_t space = buf.size();
-        auto* act = static_cast<std::byte*>(std::align(64, 16 * ab, p, space));
-        const std::vector<float> X = random_values(16 * k, static_cast<uint32_t>(nb + 5));
-        for (int c = 0; c < 16; ++c) kt.quantize_a32il(X.data() + c * k, k, act + c * ab);
-        for (int ncols = 1; ncols <= 16; ++ncols) {
-          INFO(dtype_info(type)->name << " path " << to_string(path) << " blocks " << nb
-                                      << " columns " << ncols);
-          // y_stride rows + 3: the rows kernel writes column c at c * y_stride and nothing between.
-          const size_t stride = rows + 3;
-          std::vector<float> want(ncols * stride, -1.0f), got(ncols * stride, -1.0f);
-          for (int64_t r = 0; r < rows; ++r) {
-            float col[16];
-            dot(k, w + r * g.view.row_bytes, act, ab, ncols, col);
-            for (int c = 0; c < ncols; ++c) want[c * stride + r] = col[c];
-          }
-          dot_rows(k, w, g.view.row_bytes, rows, act, ab, ncols, got.data(), stride);
-          REQUIRE(same_bits(got, want));
-          // Shorter runs give the same rows' bits: the first 1, 2, 3 and 6 rows alone.
-          for (int64_t n : {1, 2, 3, 6}) {
-            std::vector<float> part(ncols * stride, -1.0f), part_want(ncols * stride, -1.0f);
-            for (int c = 0; c < ncols; ++c) {
-              for (int64_t r = 0; r < n; ++r) part_want[c * stride + r] = want[c * stride + r];
+    for (DType type : kGroupedTypes)
+      for (bool pairs : {false, true}) {
+        const auto& kt = detail::kernels_for(path);
+        const bool q8 = type == DType::Q8_0;
+        const detail::DotFn dot = q8 ? kt.dot_q8_0_grouped : kt.dot_q5_0_grouped;
+        const detail::DotRowsFn dot_rows =
+            pairs ? (q8 ? kt.dot_q8_0_grouped_pairs : kt.dot_q5_0_grouped_pairs)
+                  : (q8 ? kt.dot_q8_0_grouped_rows : kt.dot_q5_0_grouped_rows);
+        REQUIRE(dot != nullptr);
+        // The pair kernels are the VNNI table's alone.
+        CHECK((pairs && path != CpuPath::Avx512Vnni) == (dot_rows == nullptr));
+        if (dot_rows == nullptr) continue;
+        pair_tables += pairs ? 1 : 0;
+        ScopedCpuPath scoped(path);
+        // k = 128 (a 4-block row), 256 (one whole group), 416 (a group and a 5-block tail), 640
+        // (two groups and the 4-block tail: the default model's output projection and q / k /
+        // gate / up), 768 (three whole groups).
+        for (int64_t nb : {4, 8, 13, 20, 24}) {
+          const int64_t k = 32 * nb, rows = 37;
+          const QuantMatrix m = make_matrix(type, rows, k, static_cast<uint32_t>(3 * nb + 2));
+          const GroupedWeight g = group_weight(plain_view(m));
+          const auto* w = static_cast<const std::byte*>(g.view.data);
+          // 16 interleaved activation columns, 64-byte aligned as matmul lays them out.
+          const size_t ab = detail::act_row_bytes_a32il(k);
+          std::vector<std::byte> buf(16 * ab + 64);
+          void* p = buf.data();
+          size_t space = buf.size();
+          auto* act = static_cast<std::byte*>(std::align(64, 16 * ab, p, space));
+          const std::vector<float> X = random_values(16 * k, static_cast<uint32_t>(nb + 5));
+          for (int c = 0; c < 16; ++c) kt.quantize_a32il(X.data() + c * k, k, act + c * ab);
+          for (int ncols = 1; ncols <= 16; ++ncols) {
+            INFO(dtype_info(type)->name << " path " << to_string(path) << (pairs ? " pairs" : "")
+                                        << " blocks " << nb << " columns " << ncols);
+            // y_stride rows + 3: the rows kernel writes column c at c * y_stride and nothing
+            // between.
+            const size_t stride = rows + 3;
+            std::vector<float> want(ncols * stride, -1.0f), got(ncols * stride, -1.0f);
+            for (int64_t r = 0; r < rows; ++r) {
+              float col[16];
+              dot(k, w + r * g.view.row_bytes, act, ab, ncols, col);
+              for (int c = 0; c < ncols; ++c) want[c * stride + r] = col[c];
             }
-            dot_rows(k, w, g.view.row_bytes, n, act, ab, ncols, part.data(), stride);
-            INFO("rows " << n);
-            REQUIRE(same_bits(part, part_want));
+            dot_rows(k, w, g.view.row_bytes, rows, act, ab, ncols, got.data(), stride);
+            REQUIRE(same_bits(got, want));
+            // Shorter runs give the same rows' bits: the first 1, 2, 3, 6 and 7 rows alone.
+            for (int64_t n : {1, 2, 3, 6, 7}) {
+              std::vector<float> part(ncols * stride, -1.0f), part_want(ncols * stride, -1.0f);
+              for (int c = 0; c < ncols; ++c) {
+                for (int64_t r = 0; r < n; ++r) part_want[c * stride + r] = want[c * stride + r];
+              }
+              dot_rows(k, w, g.view.row_bytes, n, act, ab, ncols, part.data(), stride);
+              INFO("rows " << n);
+              REQUIRE(same_bits(part, part_want));
+            }
           }
         }
       }
-    }
+  if (cpu_path_available(CpuPath::Avx512Vnni)) CHECK(pair_tables == 2);
 }

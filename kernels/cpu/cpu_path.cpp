@@ -55,28 +55,19 @@ bool cpu_has_avx512vnni() {
 #endif
 }
 
-// Vendor and display family from cpuid leaves 0 and 1.
-struct CpuId {
-  bool intel = false, amd = false;
-  unsigned family = 0;
-};
-
-CpuId cpu_id() {
-  CpuId id;
+// cpuid leaf 0's vendor string is Intel's.
+bool cpu_is_intel() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return id;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
   char vendor[13] = {};
   std::memcpy(vendor, &b, 4);
   std::memcpy(vendor + 4, &d, 4);
   std::memcpy(vendor + 8, &c, 4);
-  id.intel = std::string_view(vendor) == "GenuineIntel";
-  id.amd = std::string_view(vendor) == "AuthenticAMD";
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return id;
-  const unsigned base = (a >> 8) & 0xF, extended = (a >> 20) & 0xFF;
-  id.family = base == 0xF ? base + extended : base;
+  return std::string_view(vendor) == "GenuineIntel";
+#else
+  return false;
 #endif
-  return id;
 }
 
 bool avx2_usable() {
@@ -96,10 +87,7 @@ std::once_flag g_init;
 }  // namespace
 
 bool cpu_full_width_512() {
-  static const bool full = [] {
-    const CpuId id = cpu_id();
-    return id.intel || (id.amd && id.family >= 0x1A);  // 0x19: Zen 3 / Zen 4
-  }();
+  static const bool full = cpu_is_intel();
   return full;
 }
 

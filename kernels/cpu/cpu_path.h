@@ -31,9 +31,10 @@ CpuPath active_cpu_path();
 // available. Meant for tests and benchmarks; not synchronised with kernel calls in flight.
 void set_cpu_path(CpuPath p);
 
-// Whether this CPU executes 512-bit vector operations at full width (Intel's AVX-512 cores; AMD
-// from Zen 5), rather than as two 256-bit halves (Zen 4). Decides a speed choice only: the
-// avx512vnni path's grouped row-pair kernels for 3-8 tokens (kernels/cpu/matvec.cpp), which are
+// Whether this CPU is taken to execute 512-bit vector operations at full width: Intel's AVX-512
+// cores. Not AMD's: Zen 4 runs them as two 256-bit halves (the pairs measured slower there), and
+// so do some Zen 5 parts (unmeasured here; VSYNTH_ZMM_PAIRS=1 tries). Decides a speed choice only:
+// the avx512vnni path's grouped row-pair kernels for 3-8 tokens (kernels/cpu/matvec.cpp), which are
 // bit-identical to the 256-bit ones they replace.
 bool cpu_full_width_512();
 

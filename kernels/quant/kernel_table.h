@@ -121,9 +121,9 @@ struct KernelTable {
   DotRowsFn dot_q8_0_grouped_rows;
   DotFn dot_q5_0_grouped;
   DotRowsFn dot_q5_0_grouped_rows;
-  // The *_rows entries' form for a batched decode step's 2-8 columns on two rows per 512-bit
-  // vector (bit-identical; the VNNI table only, and used only where the CPU runs 512-bit
-  // operations at full width: kernels/cpu/matvec.cpp).
+  // The *_rows entries' form on two rows per 512-bit vector (bit-identical, any column count;
+  // the VNNI table only). matmul takes it for a batched decode step's 3-8 columns where the CPU
+  // runs 512-bit operations at full width (kernels/cpu/matvec.cpp).
   DotRowsFn dot_q8_0_grouped_pairs;
   DotRowsFn dot_q5_0_grouped_pairs;
   // Prefill on unpacked rows (matmul prefers it where set: the VNNI table, whose 32 zmm
@@ -143,8 +143,8 @@ struct KernelTable {
 // Whether every entry of t is set. Tables are written with designated initializers (an entry is
 // named, so it cannot land in a neighbour's slot; GCC's -Wmissing-field-initializers, an error
 // here, catches one left out) and tests/kernels/quant_dot_test.cpp asserts this for every
-// table on every compiler (the optional entries quantize_a32il, quantize_a256il, dot_*_il and
-// dot_q8_0_grouped(_rows) and dot_q5_0_grouped(_rows) excepted). Not a static_assert: under
+// table on every compiler (the optional entries quantize_a32il, quantize_a256il, dot_*_il, the
+// grouped entries and the unpacked ones excepted). Not a static_assert: under
 // -fsanitize=undefined GCC does not treat a function's address compared with nullptr as a constant
 // expression.
 constexpr bool complete(const KernelTable& t) {

@@ -113,6 +113,16 @@ bool grouping_available(DType t) {
   return detail::grouped_for(detail::active_kernels(), t).dot != nullptr;
 }
 
+bool grouping_wanted(std::string_view env_value, DType t) {
+  if (env_value.empty() || env_value == "1") return true;
+  if (env_value == "0") return false;
+  if (env_value != "q8_0" && env_value != "q5_0") {
+    throw QuantError("VSYNTH_GROUPED='" + std::string(env_value) +
+                     "' is not valid; use 1 (the default: every type), 0 (none), q8_0 or q5_0");
+  }
+  return env_value == dtype_info(t)->name;
+}
+
 size_t grouped_row_bytes(DType t, int64_t k) {
   return static_cast<size_t>(grouped_blocks(k)) * block_bytes(t);
 }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "kernels/cpu/matvec.h"
 
@@ -19,6 +20,11 @@ namespace vsynth::kernels {
 // Whether the active CPU path has a grouped kernel for type t (the avx2 and avx512vnni ones
 // have them for Q8_0 and Q5_0).
 bool grouping_available(DType t);
+
+// Whether VSYNTH_GROUPED=env_value asks for matrices of type t to be regrouped (for A/B runs):
+// empty or "1" every type, "0" none, "q8_0" or "q5_0" that type only. Throws QuantError for any
+// other value, naming the valid ones.
+bool grouping_wanted(std::string_view env_value, DType t);
 
 // Bytes of one grouped row of k elements of type t (Q8_0 or Q5_0; k a multiple of 32).
 size_t grouped_row_bytes(DType t, int64_t k);

@@ -832,10 +832,8 @@ void ModelImpl::apply_view(const ModelViewSpec& v) {
 void ModelImpl::group_weights() {
   const char* env = std::getenv("VSYNTH_GROUPED");
   const std::string_view only = env != nullptr ? env : "";
-  if (only == "0") return;
-  const auto wanted = [&](DType t) {
-    return only.empty() || only == "1" || only == dtype_info(t)->name;
-  };
+  const bool q8 = grouping_wanted(only, DType::Q8_0), q5 = grouping_wanted(only, DType::Q5_0);
+  const auto wanted = [&](DType t) { return t == DType::Q8_0 ? q8 : t == DType::Q5_0 && q5; };
   const bool tied = w_.token_embd.data == w_.output.data && w_.token_embd.rows == w_.output.rows;
   // Each matrix's file pages leave the resident set as soon as its copy is made, so the copies
   // do not double the weights' memory, during the load either (an untied embedding still reads

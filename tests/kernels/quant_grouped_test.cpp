@@ -218,3 +218,23 @@ TEST_CASE("grouped q8_0 and q5_0: one call over many rows gives each row's own c
       }
   if (cpu_path_available(CpuPath::Avx512Vnni)) CHECK(pair_tables == 2);
 }
+
+TEST_CASE("VSYNTH_GROUPED picks the regrouped types, and a bad value is a clear error",
+          "[quant][grouped]") {
+  for (DType t : kGroupedTypes) {
+    CHECK(grouping_wanted("", t));
+    CHECK(grouping_wanted("1", t));
+    CHECK_FALSE(grouping_wanted("0", t));
+  }
+  CHECK(grouping_wanted("q8_0", DType::Q8_0));
+  CHECK_FALSE(grouping_wanted("q8_0", DType::Q5_0));
+  CHECK(grouping_wanted("q5_0", DType::Q5_0));
+  CHECK_FALSE(grouping_wanted("q5_0", DType::Q8_0));
+  // A typo used to turn grouping off silently (no type matched it), skewing an A/B run.
+  for (const char* bad : {"Q8_0", "yes", "q4_k", "q8_0,q5_0"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(grouping_wanted(bad, DType::Q8_0), Catch::Contains("VSYNTH_GROUPED") &&
+                                                             Catch::Contains(bad) &&
+                                                             Catch::Contains("q5_0"));
+  }
+}

@@ -127,7 +127,7 @@ size_t grouped_row_bytes(DType t, int64_t k) {
   return static_cast<size_t>(grouped_blocks(k)) * block_bytes(t);
 }
 
-GroupedWeight group_weight(const WeightView& w) {
+size_t grouped_matrix_bytes(const WeightView& w) {
   const std::string what = w.name.empty() ? "weight" : "tensor '" + std::string(w.name) + "'";
   if ((w.type != DType::Q8_0 && w.type != DType::Q5_0) || w.layout != WeightLayout::Plain) {
     throw QuantError("group_weight: " + what + " is not a plain q8_0 or q5_0 matrix");
@@ -137,22 +137,32 @@ GroupedWeight group_weight(const WeightView& w) {
                      " CPU path has no grouped kernel for " + what);
   }
   validate_weight_view(w);
-  // Phase 1: the destination, zeroed (padding blocks: codes, bits and scale 0).
+  return grouped_row_bytes(w.type, w.cols) * static_cast<size_t>(w.rows);
+}
+
+WeightView group_weight_into(const WeightView& w, std::byte* dst) {
+  grouped_matrix_bytes(w);  // the checks
+  // Every block's bytes to their places, row by row (dst is zero: padding blocks have codes,
+  // bits and scale 0).
   const int64_t nb = w.cols / kQK32, nbp = grouped_blocks(w.cols);
   const size_t out_row = grouped_row_bytes(w.type, w.cols), bb = block_bytes(w.type);
-  GroupedWeight gw;
-  gw.data.reset(new std::byte[out_row * static_cast<size_t>(w.rows)]());
-  // Phase 2: every block's bytes to their places, row by row.
   const auto* src = static_cast<const std::byte*>(w.data);
   for (int64_t r = 0; r < w.rows; ++r) {
     const std::byte* row = src + static_cast<size_t>(r) * w.row_bytes;
-    std::byte* dst = gw.data.get() + static_cast<size_t>(r) * out_row;
-    for (int64_t b = 0; b < nb; ++b) place_block(w.type, row + b * bb, b, nbp, dst);
+    std::byte* out = dst + static_cast<size_t>(r) * out_row;
+    for (int64_t b = 0; b < nb; ++b) place_block(w.type, row + b * bb, b, nbp, out);
   }
-  gw.view = w;
-  gw.view.layout = WeightLayout::Grouped;
-  gw.view.data = gw.data.get();
-  gw.view.row_bytes = out_row;
+  WeightView g = w;
+  g.layout = WeightLayout::Grouped;
+  g.data = dst;
+  g.row_bytes = out_row;
+  return g;
+}
+
+GroupedWeight group_weight(const WeightView& w) {
+  GroupedWeight gw;
+  gw.data = HugeBuffer::allocate(grouped_matrix_bytes(w));
+  gw.view = group_weight_into(w, gw.data.data());
   return gw;
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string_view>
 
+#include "kernels/cpu/huge_buffer.h"
 #include "kernels/cpu/matvec.h"
 
 namespace vsynth::kernels {
@@ -32,12 +33,21 @@ size_t grouped_row_bytes(DType t, int64_t k);
 // A matrix regrouped into memory it owns; view.layout is WeightLayout::Grouped and view.data
 // points into `data`.
 struct GroupedWeight {
-  std::unique_ptr<std::byte[]> data;
+  HugeBuffer data;
   WeightView view;
 };
 
-// w (Q8_0 or Q5_0, plain layout, valid) regrouped, keeping its name. Throws QuantError for
-// another type or layout, or when the active CPU path has no grouped kernel for it.
+// The bytes w regrouped takes (rows x grouped_row_bytes). Throws QuantError, as group_weight,
+// when w cannot be regrouped.
+size_t grouped_matrix_bytes(const WeightView& w);
+
+// w (Q8_0 or Q5_0, plain layout, valid) regrouped into dst, which holds grouped_matrix_bytes(w)
+// zero bytes (the padding blocks stay zero); returns the grouped view of dst, keeping w's name.
+// Throws QuantError for another type or layout, or when the active CPU path has no grouped
+// kernel for it.
+WeightView group_weight_into(const WeightView& w, std::byte* dst);
+
+// w regrouped into memory of its own (a HugeBuffer).
 GroupedWeight group_weight(const WeightView& w);
 
 // One grouped row of k elements of type t decoded to k floats: the values dequantize_row gives

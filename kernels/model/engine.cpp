@@ -25,12 +25,14 @@
 #include <functional>
 #include <initializer_list>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kernels/cpu/cpu_path.h"
 #include "kernels/cpu/grouped.h"
+#include "kernels/cpu/huge_buffer.h"
 #include "kernels/cpu/matvec.h"
 #include "kernels/gguf/reader.h"
 #include "kernels/kv/attention.h"
@@ -335,7 +337,7 @@ class ModelImpl final : public Model {
 
   std::shared_ptr<const Model> base_;   // a view's base (destroyed last: the bytes are its)
   std::vector<std::byte> output_copy_;  // a view's gathered output rows
-  std::vector<GroupedWeight> grouped_;  // regrouped Q8_0 matrices that w_ points into
+  HugeBuffer grouped_;                  // the regrouped Q8_0 / Q5_0 matrices that w_ points into
   GgufFile file_;
   ModelConfig cfg_;
   ModelWeights w_;
@@ -824,32 +826,55 @@ void ModelImpl::apply_view(const ModelViewSpec& v) {
 
 // Regroups every Q8_0 and Q5_0 matrix decode and prefill multiply by (kernels/cpu/grouped.h:
 // the same bits in fewer instructions per call). A tied embedding is regrouped once, and get_rows
-// reads the lookup from that copy too. The copies are anonymous memory beside the mapped file
-// (whose pages of those matrices are dropped from the resident set: RSS stays that of the plain
-// weights). Skipped for a type the CPU path has no grouped kernel for (scalar: none). For A/B
+// reads the lookup from that copy too. The copies share one anonymous buffer beside the mapped
+// file, on huge pages where the kernel gives them (kernels/cpu/huge_buffer.h: a step streams
+// them all, and small pages cost it a TLB miss and a prefetch restart every 4 KiB); the file's
+// pages of those matrices are dropped from the resident set, so RSS stays that of the plain
+// weights. Skipped for a type the CPU path has no grouped kernel for (scalar: none). For A/B
 // measurements, VSYNTH_GROUPED=0 turns it off and VSYNTH_GROUPED=q8_0 (or q5_0) limits it to
-// that type.
+// that type; VSYNTH_HUGE_PAGES=0 keeps the copies on small pages.
 void ModelImpl::group_weights() {
   const char* env = std::getenv("VSYNTH_GROUPED");
   const std::string_view only = env != nullptr ? env : "";
   const bool q8 = grouping_wanted(only, DType::Q8_0), q5 = grouping_wanted(only, DType::Q5_0);
+  const char* huge_env = std::getenv("VSYNTH_HUGE_PAGES");
+  bool huge = true;
+  try {
+    huge = huge_pages_wanted(huge_env != nullptr ? huge_env : "");
+  } catch (const std::invalid_argument& e) {
+    throw EngineError(e.what());
+  }
   const auto wanted = [&](DType t) { return t == DType::Q8_0 ? q8 : t == DType::Q5_0 && q5; };
   const bool tied = w_.token_embd.data == w_.output.data && w_.token_embd.rows == w_.output.rows;
-  // Each matrix's file pages leave the resident set as soon as its copy is made, so the copies
-  // do not double the weights' memory, during the load either (an untied embedding still reads
-  // its own plain rows: it is not regrouped).
-  const auto group = [&](WeightView& m) {
+
+  // Phase 1: the matrices to regroup and their places in one buffer (64-byte aligned each).
+  constexpr size_t kAlign = 64;
+  std::vector<WeightView*> todo;
+  std::vector<size_t> offset;
+  size_t total = 0;
+  const auto plan = [&](WeightView& m) {
     if (m.layout != WeightLayout::Plain || m.rows == 0 || !grouping_available(m.type)) return;
     if (!wanted(m.type)) return;
-    grouped_.push_back(group_weight(m));
-    file_.drop_pages(
-        {static_cast<const std::byte*>(m.data), static_cast<size_t>(m.rows) * m.row_bytes});
-    m = grouped_.back().view;
+    todo.push_back(&m);
+    offset.push_back(total);
+    total += (grouped_matrix_bytes(m) + kAlign - 1) / kAlign * kAlign;
   };
   for (LayerWeights& L : w_.layers) {
-    for (WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) group(*m);
+    for (WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) plan(*m);
   }
-  group(w_.output);
+  plan(w_.output);
+
+  // Phase 2: each matrix regrouped into its place. Its file pages leave the resident set as soon
+  // as its copy is made, so the copies do not double the weights' memory, during the load
+  // either (an untied embedding still reads its own plain rows: it is not regrouped).
+  grouped_ = HugeBuffer::allocate(total, huge);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    WeightView& m = *todo[i];
+    const WeightView plain = m;
+    m = group_weight_into(plain, grouped_.data() + offset[i]);
+    file_.drop_pages({static_cast<const std::byte*>(plain.data),
+                      static_cast<size_t>(plain.rows) * plain.row_bytes});
+  }
   if (tied) w_.token_embd = w_.output;
   if (w_.output.layout == WeightLayout::Grouped) {
     std::vector<std::byte>().swap(output_copy_);  // a view's gathered rows, now regrouped

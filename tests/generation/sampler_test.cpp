@@ -93,8 +93,9 @@ TEST_CASE("log_sum_exp matches the naive sum and handles -inf", "[sampler]") {
 }
 
 TEST_CASE("the vocabulary reductions give the same bits on every CPU path", "[sampler]") {
-  // sum_exp and max_of run 8-lane AVX2 code on the SIMD paths and SSE2 on the scalar one; the
-  // logprobs (and so candidate ranking) must not depend on the machine.
+  // sum_exp runs 16-lane AVX512 code on the avx512vnni path, sum_exp and max_of 8-lane AVX2
+  // code on the avx2 one and SSE2 on the scalar one; the logprobs (and so candidate ranking)
+  // must not depend on the machine.
   const CpuPath saved = active_cpu_path();
   std::vector<CpuPath> paths = {CpuPath::Scalar};
   for (CpuPath p : {CpuPath::Avx2, CpuPath::Avx512Vnni}) {
@@ -103,8 +104,9 @@ TEST_CASE("the vocabulary reductions give the same bits on every CPU path", "[sa
   std::mt19937 rng(7);
   std::normal_distribution<float> logit(0.0f, 6.0f);
   const float ninf = -std::numeric_limits<float>::infinity();
-  for (std::size_t n : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{1031},
-                        std::size_t{262144 + 5}}) {
+  // (24 and 1048: a block of 16-value steps ending in 8 more on the AVX512 path.)
+  for (std::size_t n : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{24},
+                        std::size_t{1031}, std::size_t{1048}, std::size_t{262144 + 5}}) {
     std::vector<float> x(n);
     for (float& v : x) v = logit(rng);
     for (std::size_t i = 3; i < n; i += 97) x[i] = ninf;  // banned tokens

@@ -19,6 +19,11 @@ size_t round_up(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
 
+// The bytes a buffer of n maps.
+size_t mapped_bytes(size_t n) {
+  return round_up(n, static_cast<size_t>(::sysconf(_SC_PAGESIZE)));
+}
+
 }  // namespace
 
 bool huge_pages_wanted(std::string_view env_value) {
@@ -33,8 +38,7 @@ bool huge_pages_wanted(std::string_view env_value) {
 HugeBuffer HugeBuffer::allocate(size_t bytes, bool huge_pages) {
   HugeBuffer b;
   if (bytes == 0) return b;
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const size_t mapped = round_up(bytes, page);
+  const size_t mapped = mapped_bytes(bytes);
   // Phase 1: map 2 MiB more than needed, then unmap the head before the first 2 MiB boundary
   // and the tail past the buffer, leaving `mapped` bytes that start on a boundary.
   void* raw = ::mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE,
@@ -49,7 +53,6 @@ HugeBuffer HugeBuffer::allocate(size_t bytes, bool huge_pages) {
   }
   b.data_ = reinterpret_cast<std::byte*>(aligned);
   b.size_ = bytes;
-  b.mapped_ = mapped;
   // Phase 2: the advice, before any page is touched, so that the first write of each 2 MiB
   // faults in a huge page (a partial last 2 MiB keeps small pages). Failure is not an error:
   // the memory works the same with small pages.
@@ -66,7 +69,6 @@ HugeBuffer::~HugeBuffer() {
 HugeBuffer::HugeBuffer(HugeBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      mapped_(std::exchange(other.mapped_, 0)),
       advised_(std::exchange(other.advised_, false)) {}
 
 HugeBuffer& HugeBuffer::operator=(HugeBuffer&& other) noexcept {
@@ -74,16 +76,15 @@ HugeBuffer& HugeBuffer::operator=(HugeBuffer&& other) noexcept {
     release();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
-    mapped_ = std::exchange(other.mapped_, 0);
     advised_ = std::exchange(other.advised_, false);
   }
   return *this;
 }
 
 void HugeBuffer::release() noexcept {
-  if (data_ != nullptr) ::munmap(data_, mapped_);
+  if (data_ != nullptr) ::munmap(data_, mapped_bytes(size_));
   data_ = nullptr;
-  size_ = mapped_ = 0;
+  size_ = 0;
   advised_ = false;
 }
 

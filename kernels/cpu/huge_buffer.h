@@ -38,8 +38,7 @@ class HugeBuffer {
   void release() noexcept;
 
   std::byte* data_ = nullptr;
-  size_t size_ = 0;    // bytes asked for
-  size_t mapped_ = 0;  // bytes mapped at data_ (size_ rounded up to the page size)
+  size_t size_ = 0;  // bytes asked for (mapped: rounded up to the page size)
   bool advised_ = false;
 };
 

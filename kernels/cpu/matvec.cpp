@@ -49,10 +49,8 @@ constexpr int64_t kTileMaxRows = 256;
 constexpr int64_t kUnpackMinTokens = 9;
 
 // Fewest tokens for which grouped rows go two at a time through the 512-bit pair kernels (below
-// kUnpackMinTokens, where the CPU runs them at full width: zmm_pairs_enabled). The output
-// projection (q8_0, 640 x 262144, bench of matmul alone, 2 threads, Intel Xeon, alternated runs):
-// 3 / 4 / 6 / 8 tokens 4.72-4.80 -> 3.62-4.20, 5.15-6.34 -> 4.19-4.93, 6.95 -> 5.96-6.27,
-// 9.05-9.58 -> 7.17-7.52 ms; at 2 tokens the same (3.89-3.94 vs 3.36-3.94).
+// kUnpackMinTokens, where the CPU runs them at full width: zmm_pairs_enabled). At 2 tokens they
+// gain nothing (docs/performance.md, "Grouped rows in 512-bit pairs for 3-8 tokens").
 constexpr int64_t kPairMinTokens = 3;
 
 std::string label(const WeightView& w) {

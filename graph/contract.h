@@ -93,6 +93,10 @@ struct Contract {
   Concurrency concurrency = Concurrency::serial();  // default, YAML may override
   std::vector<std::string> requires_facets;
   std::vector<std::string> provides_facets;
+  // The stage reads the file at the task's cursor (/source + /cursor, or /path): a task that
+  // carries no such file (a chat request) cannot run it. `vsynth serve` reads this, never kind
+  // names, to know which stages a request without a file skips.
+  bool reads_task_file = false;
   std::vector<PortSpec> ports;  // the first is the default port (`a -> b` binds it)
   std::vector<ParamSpec> params;
 

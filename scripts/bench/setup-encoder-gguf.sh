@@ -19,33 +19,29 @@ root=$(cd "$here/../.." && pwd)
 source "$root/scripts/lib/pinned-venv.sh"
 
 venv="$root/.venv-bench"
-version=0.3.36
 model="$root/models/all-MiniLM-L6-v2"
 sdist_dir="$root/.cache/llama-sdist"
 out_dir="$root/.cache/encoder-gguf"
-src="$sdist_dir/llama_cpp_python-$version/vendor/llama.cpp"
+src="$sdist_dir/llama_cpp_python-$llama_cpp_version/vendor/llama.cpp"
 
 if [ ! -f "$model/model.safetensors" ]; then
   echo "setup-encoder-gguf: $model/model.safetensors is missing (run scripts/setup-embedder.sh)" >&2
   exit 1
 fi
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
-  echo "setup-encoder-gguf: installing llama-cpp-python $version into $venv (builds llama.cpp; slow)"
-  "$venv/bin/pip" install --quiet "llama-cpp-python==$version" -r "$root/scripts/golden/requirements-models.txt"
-fi
+# shellcheck source=../lib/llama-cpp.sh
+source "$root/scripts/lib/llama-cpp.sh"
+install_llama_cpp setup-encoder-gguf "$venv"
+"$venv/bin/pip" install --quiet -r "$root/scripts/golden/requirements-models.txt"
 pinned_venv setup-encoder-gguf "$venv" "$here/requirements-convert.txt" python3
 
 if [ ! -f "$src/convert_hf_to_gguf.py" ]; then
   mkdir -p "$sdist_dir"
   "$venv/bin/pip" download --quiet --no-deps --no-binary :all: -d "$sdist_dir" \
-    "llama-cpp-python==$version"
-  tar -xzf "$sdist_dir/llama_cpp_python-$version.tar.gz" -C "$sdist_dir" --wildcards \
-    "llama_cpp_python-$version/vendor/llama.cpp/convert_hf_to_gguf.py" \
-    "llama_cpp_python-$version/vendor/llama.cpp/conversion/*" \
-    "llama_cpp_python-$version/vendor/llama.cpp/gguf-py/*"
+    "llama-cpp-python==$llama_cpp_version"
+  tar -xzf "$sdist_dir/llama_cpp_python-$llama_cpp_version.tar.gz" -C "$sdist_dir" --wildcards \
+    "llama_cpp_python-$llama_cpp_version/vendor/llama.cpp/convert_hf_to_gguf.py" \
+    "llama_cpp_python-$llama_cpp_version/vendor/llama.cpp/conversion/*" \
+    "llama_cpp_python-$llama_cpp_version/vendor/llama.cpp/gguf-py/*"
 fi
 
 mkdir -p "$out_dir"

@@ -41,13 +41,9 @@ if [ "${1:-}" = "--encoder" ]; then
   exit 0
 fi
 
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c "import llama_cpp, gguf" 2>/dev/null; then
-  echo "regen: installing llama-cpp-python and gguf into $venv (builds llama.cpp; slow)"
-  "$venv/bin/pip" install --quiet llama-cpp-python==0.3.36 -r "$here/requirements-models.txt"
-fi
+# shellcheck source=../lib/llama-cpp.sh
+source "$here/../lib/llama-cpp.sh"
+install_llama_cpp regen "$venv"
 # The synthetic models are only reproducible with the pinned gguf and numpy.
 "$venv/bin/pip" install --quiet -r "$here/requirements-models.txt"
 

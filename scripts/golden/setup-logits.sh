@@ -23,7 +23,9 @@ dest="$root/.cache/golden-logits"
 venv="$root/.venv-bench"
 model="$root/models/gemma-3-270m-q4_k_m.gguf"
 requirements="$here/requirements-models.txt"
-llama_pin="llama-cpp-python==0.3.36"
+# shellcheck source=../lib/llama-cpp.sh
+source "$root/scripts/lib/llama-cpp.sh"
+llama_pin=$llama_cpp_pin
 python=${PYTHON:-python3}
 
 die() {
@@ -39,7 +41,7 @@ done
 
 stamp=$(cat "$here/setup-logits.sh" "$here/make_logits_golden.py" "$requirements" \
   "$here/synth_models.sha256" | sha256sum | cut -d' ' -f1)
-stamp="$stamp $llama_pin $(sha256sum "$model" | cut -d' ' -f1)"
+stamp="$stamp $llama_pin $(llama_cpp_wheel_dir) $(sha256sum "$model" | cut -d' ' -f1)"
 complete() {
   [ -f "$dest/STAMP" ] && [ "$(cat "$dest/STAMP")" = "$stamp" ] || return 1
   local f
@@ -52,16 +54,10 @@ if complete; then
   exit 0
 fi
 
-if ! "$venv/bin/python" -c "import llama_cpp, gguf, numpy" 2>/dev/null; then
-  command -v "$python" >/dev/null || die "no '$python' found; install python3 and python3-venv \
+command -v "$python" >/dev/null || die "no '$python' found; install python3 and python3-venv \
 (scripts/setup.sh --apt-only does) or set PYTHON"
-  if [ ! -x "$venv/bin/python" ]; then
-    "$python" -m venv "$venv" || die "'$python -m venv $venv' failed; install python3-venv"
-  fi
-  echo "setup-golden-logits: installing $llama_pin into $venv (the first time it builds llama.cpp: ~25 min)"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "$llama_pin" -r "$requirements" ||
-    die "pip could not install $llama_pin and $requirements into $venv (network? a C++ compiler and cmake?)"
-fi
+PYTHON=$python install_llama_cpp setup-golden-logits "$venv" ||
+  die "could not build or install $llama_pin into $venv (network? a C++ compiler and cmake?)"
 # The synthetic models are only reproducible with the pinned gguf and numpy.
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" ||
   die "pip could not install $requirements into $venv"

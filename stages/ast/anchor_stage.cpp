@@ -141,6 +141,7 @@ graph::Contract anchor_contract() {
   // One parser per request; the parse cache is the only shared state and locks itself.
   c.concurrency = graph::Concurrency::unlimited();
   c.provides_facets = {std::string(AnchorFacet::kName)};
+  c.reads_task_file = true;
   c.ports = {{"ok", "the cursor was located (the file may still hold syntax errors)", false}};
   c.params = {
       graph::P::pointer("path_field", "/path",

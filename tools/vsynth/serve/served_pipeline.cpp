@@ -131,7 +131,7 @@ namespace {
 
 bool reads_file(const graph::ResolvedStage& s) {
   const auto& c = s.kind->contract;
-  return c.kind == "ast.anchor" || std::find(c.requires_facets.begin(), c.requires_facets.end(),
+  return c.reads_task_file || std::find(c.requires_facets.begin(), c.requires_facets.end(),
                                              "anchor") != c.requires_facets.end();
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds vsynth into a build folder.
 #   scripts/build.sh [BUILD_DIR] [extra cmake args...]     (default BUILD_DIR: build)
+#   VSYNTH_BUILD_TARGETS="vsynth" scripts/build.sh ...     only those targets (and what they need)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir=${1:-build}
@@ -16,4 +17,6 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S "$root" -B "$root/$dir" -G Ninja "${launcher[@]}" "$@" >/dev/null
-cmake --build "$root/$dir" -j"$(nproc)"
+targets=()
+for t in ${VSYNTH_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$root/$dir" -j"$(nproc)" "${targets[@]}"

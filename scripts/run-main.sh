@@ -9,8 +9,10 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-"$root/scripts/setup.sh"
-"$root/scripts/build.sh" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Only what the main job needs: no test venvs or golden models, and of the build only the vsynth
+# binary and the libraries under it (not the 400-odd test and benchmark targets).
+"$root/scripts/setup.sh" --main
+VSYNTH_BUILD_TARGETS=vsynth "$root/scripts/build.sh" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 pipeline=${PIPELINE:-pipelines/synthesize.yaml}
 tasks=${TASKS:-examples/tasks/main.jsonl}

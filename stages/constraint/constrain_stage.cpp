@@ -35,7 +35,7 @@ void prove_item(graph::Item& item, const ProofSettings& settings) {
     return;
   }
   facet.has_spec = true;
-  facet.contract = std::make_shared<const solvers::Contract>(spec->contract);
+  facet.contract = std::make_shared<const solvers::FunctionContract>(spec->contract);
   if (programs.empty())
     throw ConstraintError("task `" + item.id() +
                           "`: no candidate to prove (no `candidates` facet from generate.llm and "

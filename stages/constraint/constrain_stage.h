@@ -24,7 +24,7 @@
 
 #include "graph/item_workers.h"
 #include "graph/stage.h"
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 #include "stages/constraint/translation.h"
 #include "stages/facets/proof.h"
 

@@ -149,7 +149,7 @@ struct ForwardHook::Impl {
   std::map<std::size_t, int> refuted;
   Clock::time_point created;
 
-  Impl(const ForwardSettings& s, const solvers::Contract& contract, std::string language,
+  Impl(const ForwardSettings& s, const solvers::FunctionContract& contract, std::string language,
        ProgramShape sh)
       : settings(s),
         spec{std::move(language), contract, {}},
@@ -210,7 +210,7 @@ struct ForwardHook::Impl {
   }
 };
 
-ForwardHook::ForwardHook(const ForwardSettings& settings, const solvers::Contract& contract,
+ForwardHook::ForwardHook(const ForwardSettings& settings, const solvers::FunctionContract& contract,
                          std::string language, ProgramShape shape, ForwardStats stats,
                          std::function<void(ForwardStats&&)> on_done)
     : stats_(std::move(stats)), on_done_(std::move(on_done)) {

@@ -35,7 +35,7 @@
 
 #include "graph/item.h"
 #include "graph/registry.h"
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 #include "stages/constraint/translation.h"
 #include "stages/facets/hook.h"
 
@@ -90,7 +90,7 @@ struct ProgramShape {
 // The MaskHook for one candidate. `on_done` receives the statistics when the hook is dropped.
 class ForwardHook : public kernels::MaskHook {
  public:
-  ForwardHook(const ForwardSettings& settings, const solvers::Contract& contract,
+  ForwardHook(const ForwardSettings& settings, const solvers::FunctionContract& contract,
               std::string language, ProgramShape shape, ForwardStats stats = {},
               std::function<void(ForwardStats&&)> on_done = {});
   ~ForwardHook() override;

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 #include "stages/constraint/task_spec.h"
 #include "stages/constraint/translation.h"
 #include "stages/facets/proof.h"

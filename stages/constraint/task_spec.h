@@ -13,13 +13,13 @@
 #include <string_view>
 
 #include "graph/item.h"
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 
 namespace vsynth::stages::constraint {
 
 struct TaskSpec {
   std::string language;  // "python" or "c"
-  solvers::Contract contract;
+  solvers::FunctionContract contract;
   std::string signature_line;  // as read, for messages
 };
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "graph/item.h"
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 
 namespace vsynth::stages::facets {
 
@@ -68,7 +68,7 @@ class ProofFacet : public graph::Facet {
   bool has_spec = false;
   // The contract proved against (with a spec): validate.async tests it when a proof is
   // unknown, without parsing the task a second time.
-  std::shared_ptr<const solvers::Contract> contract;
+  std::shared_ptr<const solvers::FunctionContract> contract;
   std::string note;        // without a spec: why nothing was checked
   std::string spec_error;  // the spec could not be used (verdict spec_error): why
   std::vector<CandidateProof> candidates;

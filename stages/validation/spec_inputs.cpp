@@ -153,7 +153,8 @@ void boundary_shells(const std::vector<Domain>& ds,
 
 enum class Admission { Kept, Rejected, NotEvaluable };
 
-Admission admit(const solvers::Contract& contract, const TestInput& input, std::string* why) {
+Admission admit(const solvers::FunctionContract& contract, const TestInput& input,
+                std::string* why) {
   const solvers::Env env = env_of(contract.signature, input);
   Admission verdict = Admission::Kept;
   for (const solvers::Expr& clause : contract.requires_clauses) {
@@ -235,12 +236,12 @@ std::string call_text(const solvers::Signature& sig, const TestInput& input) {
   return s + ")";
 }
 
-bool satisfies_requires(const solvers::Contract& contract, const TestInput& input,
+bool satisfies_requires(const solvers::FunctionContract& contract, const TestInput& input,
                         std::string* why) {
   return admit(contract, input, why) == Admission::Kept;
 }
 
-GeneratedInputs generate_inputs(const solvers::Contract& contract, uint64_t seed,
+GeneratedInputs generate_inputs(const solvers::FunctionContract& contract, uint64_t seed,
                                 const InputOptions& options) {
   GeneratedInputs out;
   std::vector<Domain> domains;

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "solvers/contract.h"
 #include "solvers/evaluate.h"
+#include "solvers/function_contract.h"
 
 namespace vsynth::stages::validation {
 
@@ -61,12 +61,12 @@ struct GeneratedInputs {
   std::optional<std::string> unevaluable;
 };
 
-GeneratedInputs generate_inputs(const solvers::Contract& contract, uint64_t seed,
+GeneratedInputs generate_inputs(const solvers::FunctionContract& contract, uint64_t seed,
                                 const InputOptions& options = {});
 
 // True when every requires clause evaluates to True on `input`; `why` says otherwise what
 // failed (False, raised, or not evaluable).
-bool satisfies_requires(const solvers::Contract& contract, const TestInput& input,
+bool satisfies_requires(const solvers::FunctionContract& contract, const TestInput& input,
                         std::string* why = nullptr);
 
 }  // namespace vsynth::stages::validation

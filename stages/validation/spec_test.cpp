@@ -224,7 +224,8 @@ solvers::Value shown(const Returned& r) {
 
 // Evaluates every ensures conjunct on `env` into `j`: one False or raising breaks the spec
 // whatever the others give; else one not evaluable leaves it undecided.
-void check_ensures(const solvers::Contract& contract, const solvers::Env& env, Judgement& j) {
+void check_ensures(const solvers::FunctionContract& contract, const solvers::Env& env,
+                   Judgement& j) {
   for (const solvers::Expr& clause : contract.ensures_clauses) {
     for (const solvers::Expr& c : solvers::conjuncts(clause)) {
       const solvers::Evaluated r = solvers::evaluate(c, env);
@@ -242,7 +243,8 @@ void check_ensures(const solvers::Contract& contract, const solvers::Env& env, J
   j.kind = j.why.empty() ? Judgement::Kind::Holds : Judgement::Kind::NotEvaluable;
 }
 
-Judgement judge(const solvers::Contract& contract, const TestInput& input, const json& outcome) {
+Judgement judge(const solvers::FunctionContract& contract, const TestInput& input,
+                const json& outcome) {
   Judgement j;
   const std::string event = outcome.value("event", std::string());
   if (event == "timeout") {
@@ -292,7 +294,7 @@ Judgement judge(const solvers::Contract& contract, const TestInput& input, const
 // loop that found it: the runner echoed exactly the arguments generated for this input (the
 // report belongs to it), the input satisfies the requires, and judging the raw report again
 // breaks the same clause.
-bool recheck(const solvers::Contract& contract, const TestInput& input, const json& outcome,
+bool recheck(const solvers::FunctionContract& contract, const TestInput& input, const json& outcome,
              const Judgement& found) {
   if (outcome.value("args", json()) != args_json(input)) return false;
   if (!satisfies_requires(contract, input)) return false;
@@ -301,7 +303,7 @@ bool recheck(const solvers::Contract& contract, const TestInput& input, const js
          again.error == found.error;
 }
 
-// The counterexample, worded as a Z3 one (solvers/contract.h).
+// The counterexample, worded as a Z3 one (solvers/function_contract.h).
 solvers::Counterexample counterexample_of(const solvers::Signature& sig, const TestInput& input,
                                           const Judgement& j) {
   solvers::Counterexample cx;
@@ -355,7 +357,7 @@ bool has_str(const TestInput& input) {
                      [](const ArgValue& a) { return a.sort == Sort::Opaque; });
 }
 
-Tally judge_all(const solvers::Contract& contract, const std::vector<TestInput>& inputs,
+Tally judge_all(const solvers::FunctionContract& contract, const std::vector<TestInput>& inputs,
                 const RunReport& run) {
   Tally t;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -377,7 +379,7 @@ Tally judge_all(const solvers::Contract& contract, const std::vector<TestInput>&
   return t;
 }
 
-std::string undecided_message(const solvers::Contract& contract,
+std::string undecided_message(const solvers::FunctionContract& contract,
                               const std::vector<TestInput>& inputs, const Tally& t,
                               const std::string& stopped) {
   const std::string cut = stopped.empty() ? "" : "; " + stopped;
@@ -405,7 +407,7 @@ double ms_since(Clock::time_point t0) {
 }  // namespace
 
 SpecTestResult test_spec(const Checker& checker, const Program& program,
-                         const solvers::Contract& contract, uint64_t seed,
+                         const solvers::FunctionContract& contract, uint64_t seed,
                          const SpecTestSettings& settings, const SandboxLimits& limits) {
   const auto t0 = Clock::now();
   SpecTestResult out;

@@ -29,7 +29,7 @@
 #include <string_view>
 
 #include "graph/item.h"
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 #include "stages/validation/candidate.h"
 #include "stages/validation/checks.h"
 #include "stages/validation/verdict.h"
@@ -55,7 +55,7 @@ struct SpecTestResult {
 // that cannot start is an undecided result saying so (testing is a bonus over the proof, never
 // a reason for the check to error).
 SpecTestResult test_spec(const Checker& checker, const Program& program,
-                         const solvers::Contract& contract, uint64_t seed,
+                         const solvers::FunctionContract& contract, uint64_t seed,
                          const SpecTestSettings& settings, const SandboxLimits& limits);
 
 // The generator's seed for candidate `index` of `task`: the task's `seed` field (an unsigned

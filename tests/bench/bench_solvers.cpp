@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 #include "solvers/spec_parser.h"
 #include "solvers/z3_backend.h"
 
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   }
 
   const char* sig_line = "def clamp(x: int, lo: int, hi: int) -> int:";
-  Contract contract = parse_contract(sig_line, {"lo <= hi"}, {"lo <= result <= hi"});
+  FunctionContract contract = parse_contract(sig_line, {"lo <= hi"}, {"lo <= result <= hi"});
   auto e = [&](const char* t) { return parse_expression(t, contract.signature.params); };
   const Expr pcs[] = {e("x < lo"), e("not x < lo and x > hi"), e("not x < lo and not x > hi")};
   const Expr vals[] = {e("lo"), e("hi"), e("x")};

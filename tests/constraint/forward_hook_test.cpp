@@ -14,7 +14,7 @@ namespace k = vsynth::kernels;
 
 namespace {
 
-const vsynth::solvers::Contract& clamp_contract() {
+const vsynth::solvers::FunctionContract& clamp_contract() {
   static const auto c =
       vsynth::solvers::parse_contract("def clamp(x: int, lo: int, hi: int) -> int:", {"lo <= hi"},
                                       {"lo <= result <= hi", "x < lo or x > hi or result == x"});

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 #include "stages/constraint/prove.h"
 #include "stages/constraint/task_spec.h"
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 #include "stages/facets/proof.h"
 #include "stages/validation/checks.h"
 #include "stages/validation/spec_inputs.h"
@@ -38,8 +38,8 @@ Program program(std::string text) {
   return p;
 }
 
-const solvers::Contract& tri_max() {
-  static const solvers::Contract c =
+const solvers::FunctionContract& tri_max() {
+  static const solvers::FunctionContract c =
       parse_contract("def tri_max(a: int, b: int, c: int) -> int:", {},
                      {"result == a or result == b or result == c"});
   return c;
@@ -52,12 +52,12 @@ const std::string kTriMaxImpossible =
     "        return 'impossible'\n"
     "    return max(a, b, c)\n";
 
-SpecTestResult test(const std::string& code, const solvers::Contract& contract, uint64_t seed = 1,
-                    SpecTestSettings settings = {}) {
+SpecTestResult test(const std::string& code, const solvers::FunctionContract& contract,
+                    uint64_t seed = 1, SpecTestSettings settings = {}) {
   return test_spec(checker(), program(code), contract, seed, settings, SandboxLimits{});
 }
 
-std::set<std::string> calls(const solvers::Contract& c, const GeneratedInputs& g) {
+std::set<std::string> calls(const solvers::FunctionContract& c, const GeneratedInputs& g) {
   std::set<std::string> out;
   for (const TestInput& in : g.inputs) out.insert(call_text(c.signature, in));
   return out;
@@ -66,7 +66,7 @@ std::set<std::string> calls(const solvers::Contract& c, const GeneratedInputs& g
 }  // namespace
 
 TEST_CASE("spec inputs: boundaries first, every input inside the requires, fixed by the seed") {
-  const solvers::Contract c = parse_contract(
+  const solvers::FunctionContract c = parse_contract(
       "def f(a: int, xs: list[int], flag: bool, s: str) -> int:", {"a >= 0", "len(xs) <= 3"},
       {"result >= 0"});
   const GeneratedInputs g = generate_inputs(c, 7);
@@ -97,7 +97,7 @@ TEST_CASE("spec inputs: boundaries first, every input inside the requires, fixed
 }
 
 TEST_CASE("spec inputs: an unsatisfiable requires and ungeneratable types are said so") {
-  const solvers::Contract never =
+  const solvers::FunctionContract never =
       parse_contract("def f(x: int) -> int:", {"x > x"}, {"result == x"});
   InputOptions o;
   o.count = 10;
@@ -107,7 +107,8 @@ TEST_CASE("spec inputs: an unsatisfiable requires and ungeneratable types are sa
   CHECK(g.tries == 300);  // bounded
   CHECK_FALSE(g.untestable);
 
-  const solvers::Contract real = parse_contract("def f(x: float) -> int:", {}, {"result >= 0"});
+  const solvers::FunctionContract real =
+      parse_contract("def f(x: float) -> int:", {}, {"result >= 0"});
   const GeneratedInputs r = generate_inputs(real, 3);
   REQUIRE(r.untestable);
   CHECK_THAT(*r.untestable, Catch::Contains("`x: float`"));
@@ -155,7 +156,7 @@ TEST_CASE("spec testing: a correct candidate leaves the spec undecided after N i
 }
 
 TEST_CASE("spec testing: requires that nothing satisfies could not be satisfied") {
-  const solvers::Contract c =
+  const solvers::FunctionContract c =
       parse_contract("def f(x: int, y: int) -> int:", {"x > y", "y > x"}, {"result == x"});
   const SpecTestResult r = test("def f(x, y):\n    return y\n", c);
   CHECK_FALSE(r.refuted);
@@ -165,7 +166,7 @@ TEST_CASE("spec testing: requires that nothing satisfies could not be satisfied"
 
 TEST_CASE("spec testing: the same seed finds the same counterexample") {
   // Breaks only on large inputs, which only the random part generates.
-  const solvers::Contract c = parse_contract("def f(x: int) -> int:", {}, {"result == x"});
+  const solvers::FunctionContract c = parse_contract("def f(x: int) -> int:", {}, {"result == x"});
   const std::string code = "def f(x):\n    return x if abs(x) < 1000 else -x\n";
   const SpecTestResult one = test(code, c, 99), two = test(code, c, 99);
   REQUIRE(one.refuted);
@@ -180,19 +181,20 @@ TEST_CASE("spec testing: the same seed finds the same counterexample") {
 }
 
 TEST_CASE("spec testing: a wrong return type and an exception are violations") {
-  const solvers::Contract inc = parse_contract("def inc(x: int) -> int:", {}, {"result == x + 1"});
+  const solvers::FunctionContract inc =
+      parse_contract("def inc(x: int) -> int:", {}, {"result == x + 1"});
   const SpecTestResult s = test("def inc(x):\n    return str(x + 1)\n", inc);
   REQUIRE(s.refuted);
   CHECK(s.counterexample->text == "inc(x=0) returned '1', a str where the signature says int");
 
-  const solvers::Contract even =
+  const solvers::FunctionContract even =
       parse_contract("def even(x: int) -> bool:", {}, {"result == (x % 2 == 0)"});
   const SpecTestResult b = test("def even(x):\n    return 1 - x % 2\n", even);
   REQUIRE(b.refuted);
   CHECK_THAT(b.counterexample->text, Catch::Contains("an int where the signature says bool"));
   CHECK_FALSE(test("def even(x):\n    return x % 2 == 0\n", even).refuted);
 
-  const solvers::Contract div =
+  const solvers::FunctionContract div =
       parse_contract("def share(total: int, n: int) -> int:", {"n >= 0"}, {"result <= total"});
   const SpecTestResult d = test("def share(total, n):\n    return total // n\n", div);
   REQUIRE(d.refuted);
@@ -203,7 +205,7 @@ TEST_CASE("spec testing: a wrong return type and an exception are violations") {
 }
 
 TEST_CASE("spec testing: a call that hangs costs its time limit, the others still count") {
-  const solvers::Contract c = parse_contract("def f(x: int) -> int:", {}, {"result == x"});
+  const solvers::FunctionContract c = parse_contract("def f(x: int) -> int:", {}, {"result == x"});
   SpecTestSettings s;
   s.budget_ms = 400;  // 10 ms per call
   const SpecTestResult r =
@@ -224,7 +226,8 @@ TEST_CASE("spec testing: a call that hangs costs its time limit, the others stil
 }
 
 TEST_CASE("spec testing: running out of memory or recursion on a large input is no violation") {
-  const solvers::Contract c = parse_contract("def f(x: int) -> int:", {}, {"result == abs(x)"});
+  const solvers::FunctionContract c =
+      parse_contract("def f(x: int) -> int:", {}, {"result == abs(x)"});
   const SpecTestResult m = test("def f(x):\n    return len([0] * abs(x))\n", c);
   CHECK_FALSE(m.refuted);
   CHECK(m.inputs > 150);
@@ -237,7 +240,8 @@ TEST_CASE("spec testing: running out of memory or recursion on a large input is 
 
 TEST_CASE("spec testing: a violation on a str argument is reported, not believed") {
   // The requires cannot say which strings are valid, so "" may be outside the task.
-  const solvers::Contract c = parse_contract("def first(s: str) -> int:", {}, {"result >= 0"});
+  const solvers::FunctionContract c =
+      parse_contract("def first(s: str) -> int:", {}, {"result >= 0"});
   const SpecTestResult r = test("def first(s):\n    return ord(s[0])\n", c);
   CHECK_FALSE(r.refuted);
   CHECK_THAT(r.message, Catch::StartsWith("no violation believed in 200 tested inputs (first(s='') "
@@ -249,7 +253,7 @@ TEST_CASE("spec check: an unknown proof is tested and a refutation feeds back it
   graph::Item item(graph::Task{"tri", {{"id", "tri"}}}, 0);
   auto& proof = item.emplace<stages::facets::ProofFacet>();
   proof.has_spec = true;
-  proof.contract = std::make_shared<const solvers::Contract>(tri_max());
+  proof.contract = std::make_shared<const solvers::FunctionContract>(tri_max());
   stages::facets::CandidateProof undecided;
   undecided.message = "line 3: strings are not modelled";
   proof.candidates = {undecided, undecided};

@@ -33,16 +33,16 @@
 
 namespace vsynth::solvers {
 
-struct Contract {
+struct FunctionContract {
   Signature signature;
   std::vector<Expr> requires_clauses;  // Bool; top-level conjunctions are split for cores
   std::vector<Expr> ensures_clauses;   // Bool; may mention `result`
 };
 
 // Parses a Python signature line and the requires/ensures texts (SpecError on bad input).
-Contract parse_contract(std::string_view signature_line,
-                        const std::vector<std::string>& requires_texts,
-                        const std::vector<std::string>& ensures_texts);
+FunctionContract parse_contract(std::string_view signature_line,
+                                const std::vector<std::string>& requires_texts,
+                                const std::vector<std::string>& ensures_texts);
 
 struct ReturnPath {
   Expr condition;     // path condition (Bool); null means True
@@ -91,7 +91,7 @@ struct ContractOptions {
 
 class ContractChecker {
  public:
-  explicit ContractChecker(Contract contract, ContractOptions options = {});
+  explicit ContractChecker(FunctionContract contract, ContractOptions options = {});
 
   // One return path. `value` must have the signature's result sort (int promotes to float).
   CheckOutcome check_return(const Expr& path_condition, const Expr& value,
@@ -103,7 +103,7 @@ class ContractChecker {
   // the first reason). Also checks once that the requires are satisfiable (caveat if not).
   CheckOutcome check_paths(const std::vector<ReturnPath>& paths);
 
-  const Contract& contract() const { return contract_; }
+  const FunctionContract& contract() const { return contract_; }
   // The session: parameters declared, requires asserted at depth 0.
   Solver& solver() { return solver_; }
 
@@ -115,7 +115,7 @@ class ContractChecker {
   std::vector<std::string> caveats(const std::vector<Expr>& extra) const;
   static void scan_sorts(const Expr& e, bool& real, bool& seq);
 
-  Contract contract_;
+  FunctionContract contract_;
   ContractOptions options_;
   Solver solver_;
   Expr ensures_;  // conjunction of all ensures clauses
@@ -125,7 +125,8 @@ class ContractChecker {
 };
 
 // One-shot: a ContractChecker over `paths`.
-CheckOutcome check_function_contract(const Contract& contract, const std::vector<ReturnPath>& paths,
+CheckOutcome check_function_contract(const FunctionContract& contract,
+                                     const std::vector<ReturnPath>& paths,
                                      const ContractOptions& options = {});
 
 }  // namespace vsynth::solvers

@@ -4,7 +4,7 @@
 #include <regex>
 #include <thread>
 
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 #include "solvers/spec_parser.h"
 
 using namespace vsynth::solvers;
@@ -14,7 +14,7 @@ namespace {
 // Paths are written as Python text over the signature's parameters, as stages/constraint
 // would produce them from the AST.
 struct Fn {
-  Contract contract;
+  FunctionContract contract;
   Expr e(std::string_view text) const { return parse_expression(text, contract.signature.params); }
   ReturnPath ret(std::string_view cond, std::string_view value) const {
     return {e(cond), e(value), ""};

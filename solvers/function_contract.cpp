@@ -1,4 +1,4 @@
-#include "solvers/contract.h"
+#include "solvers/function_contract.h"
 
 #include <algorithm>
 #include <functional>
@@ -19,10 +19,10 @@ std::string_view verdict_name(Verdict v) {
   return "?";
 }
 
-Contract parse_contract(std::string_view signature_line,
-                        const std::vector<std::string>& requires_texts,
-                        const std::vector<std::string>& ensures_texts) {
-  Contract c;
+FunctionContract parse_contract(std::string_view signature_line,
+                                const std::vector<std::string>& requires_texts,
+                                const std::vector<std::string>& ensures_texts) {
+  FunctionContract c;
   c.signature = parse_python_signature(signature_line);
   for (const auto& t : requires_texts)
     c.requires_clauses.push_back(parse_spec(t, c.signature, SpecKind::Requires));
@@ -48,7 +48,7 @@ bool any_node(const Expr& e, const std::function<bool(const Node&)>& pred) {
 
 }  // namespace
 
-ContractChecker::ContractChecker(Contract contract, ContractOptions options)
+ContractChecker::ContractChecker(FunctionContract contract, ContractOptions options)
     : contract_(std::move(contract)),
       options_(std::move(options)),
       solver_(SolverOptions{options_.max_seq_len, options_.logic}) {
@@ -259,7 +259,8 @@ CheckOutcome ContractChecker::check_paths(const std::vector<ReturnPath>& paths) 
   return agg;
 }
 
-CheckOutcome check_function_contract(const Contract& contract, const std::vector<ReturnPath>& paths,
+CheckOutcome check_function_contract(const FunctionContract& contract,
+                                     const std::vector<ReturnPath>& paths,
                                      const ContractOptions& options) {
   ContractChecker checker(contract, options);
   return checker.check_paths(paths);

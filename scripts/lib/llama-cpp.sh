@@ -13,8 +13,20 @@
 # a later venv installs it in seconds instead of rebuilding llama.cpp (~25 min on 2 cores).
 llama_cpp_version=0.3.36
 llama_cpp_pin="llama-cpp-python==$llama_cpp_version"
+# VSYNTH_LLAMA_CPP_ISA=avx512 builds a second wheel with AVX-512 (F, VNNI, VBMI, BF16; AMX still
+# off) for benchmark peers on hosts that have it, so a comparison is with llama.cpp at its best
+# there; the golden references keep the default, avx2.
+case "${VSYNTH_LLAMA_CPP_ISA:-avx2}" in
+  avx2) llama_cpp_avx512=OFF ;;
+  avx512) llama_cpp_avx512=ON ;;
+  *)
+    echo "llama-cpp.sh: VSYNTH_LLAMA_CPP_ISA=${VSYNTH_LLAMA_CPP_ISA} is not avx2 or avx512" >&2
+    return 2 2>/dev/null || exit 2
+    ;;
+esac
 llama_cpp_cmake_args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
--DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF \
+-DGGML_AVX512=$llama_cpp_avx512 -DGGML_AVX512_VNNI=$llama_cpp_avx512 \
+-DGGML_AVX512_VBMI=$llama_cpp_avx512 -DGGML_AVX512_BF16=$llama_cpp_avx512 \
 -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
 
 llama_cpp_wheel_dir() {

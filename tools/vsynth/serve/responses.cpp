@@ -40,9 +40,12 @@ json llama_body(const ResultInfo& r, std::string_view content, bool final) {
     const int prompt_n = std::max(0, r.prompt_tokens - r.cached_tokens);
     j["timings"] = {{"prompt_n", prompt_n},
                     {"prompt_ms", r.prefill_ms},
+                    {"prompt_per_token_ms", prompt_n > 0 ? r.prefill_ms / prompt_n : 0.0},
                     {"prompt_per_second", per_second(prompt_n, r.prefill_ms)},
                     {"predicted_n", r.completion_tokens},
                     {"predicted_ms", r.decode_ms},
+                    {"predicted_per_token_ms",
+                     r.completion_tokens > 0 ? r.decode_ms / r.completion_tokens : 0.0},
                     {"predicted_per_second", per_second(r.completion_tokens, r.decode_ms)}};
     j["vsynth"] = r.vsynth;
   }

@@ -8,9 +8,9 @@ find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
 pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)
 pkg_check_modules(TREE_SITTER REQUIRED IMPORTED_TARGET tree-sitter)
-# cpp-httplib (Debian libcpp-httplib-dev 0.11.4): `vsynth serve`. Debian builds it split, a
-# declarations-only header plus libcpp-httplib.so, so it is linked, not header-only.
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# Boost.Beast and Asio (Debian libboost1.81-dev), header-only: `vsynth serve`'s HTTP layer
+# (Boost.System is header-only since 1.69, so nothing is linked).
+find_package(Boost 1.81 REQUIRED COMPONENTS headers)
 
 # hnswlib is header-only (Debian libhnswlib-dev 0.6.2): the dense index of stages/retrieval.
 find_path(HNSWLIB_INCLUDE_DIR hnswlib/hnswlib.h)

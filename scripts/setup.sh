@@ -22,7 +22,7 @@ apt_packages=(
   build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip ccache
   clang libclang-rt-14-dev
   libtbb-dev libyaml-cpp-dev libz3-dev libtree-sitter-dev libhnswlib-dev catch2
-  nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libcpp-httplib-dev libboost1.81-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libboost1.81-dev
   bubblewrap curl libopenmpi-dev openmpi-bin
   python3-dev pybind11-dev
   graphviz libjs-vega chromium python3-matplotlib

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -67,6 +68,35 @@ std::string refusal(const std::string& what, const std::string& size, std::strin
       "{} {}, over the input limit {} = {}; raise it with `vsynth run --{} N` or the source's `{}` "
       "parameter",
       what, size, param, limit, flag, param);
+}
+
+// Arrays and objects nested deeper than this are refused before the line is parsed: nothing
+// (the parser's DOM, a copy, a dump) ever recurses over a deeper task (issue 36: 100,000 levels
+// crashed a reader). Real task records nest a handful of levels.
+constexpr int kMaxTaskDepth = 64;
+
+// The deepest nesting of [ and { outside strings: a byte scan, nothing recursive.
+int nesting_depth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 }  // namespace
@@ -167,6 +197,24 @@ std::optional<JsonlSource::Entry> JsonlSource::check_line(Line& line, std::size_
     errors.push_back(fmt::format("{}:{}: {} (byte offset {} in the file)", where, bad->at + 1,
                                  bad->what, line.offset + bad->at));
     return std::nullopt;
+  }
+  if (const int depth = nesting_depth(text); depth > kMaxTaskDepth) {
+    const std::string why = fmt::format(
+        "task nests arrays and objects {} levels deep, over the limit of {}; refused before "
+        "parsing",
+        depth, kMaxTaskDepth);
+    IdScanner scanner;
+    scanner.feed(text);
+    std::optional<std::string> id = scanner.id();
+    if (!id) {
+      errors.push_back(
+          fmt::format("{}: {}, and no string `id` or `task_id` found in it", where, why));
+      return std::nullopt;
+    }
+    entry.id = std::move(*id);
+    entry.owner = shard_of(entry.id, opt_.shard.count);
+    entry.refused = why + at_line;
+    return entry;
   }
   nlohmann::json j;
   try {

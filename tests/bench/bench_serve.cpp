@@ -18,8 +18,6 @@
 //   ninja -C build bench_serve
 //   ./build/tests/bench/bench_serve [--model GGUF] [--threads 2] [--seconds 20] [--factor 10]
 //       [--tokens 16] [--probe 6] [--clients 64] [--batching on|off] [out.json]
-#include <httplib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -38,6 +36,7 @@
 #include "graph/registry.h"
 #include "stages/generation/register.h"
 #include "tests/bench/bench_json.h"
+#include "tests/serve/http_client.h"
 #include "tools/vsynth/serve/server.h"
 
 namespace fs = std::filesystem;
@@ -101,24 +100,26 @@ struct Probe {
 
 // One streamed completion of the probe tenant.
 Probe probe_once(int port, int i, int tokens) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_read_timeout(120, 0);
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/v1/completions";
-  req.set_header("Authorization", "Bearer sk-probe");
-  req.set_header("Content-Type", "application/json");
-  req.body = json{
+  const std::string body = json{
       {"prompt", prompt("probe", i)},
       {"max_tokens", tokens},
       {"temperature", 0.0},
-      {"stream",
-       true}}.dump();
+      {"stream", true}}.dump();
   Probe p;
   std::string buf;
   const Clock::time_point t0 = Clock::now();
-  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    buf.append(data, n);
+  vsynth::servetest::Connection c(port, std::chrono::seconds(120));
+  const bool sent = c.send_raw(
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-probe\r\n"
+      "Content-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
+  if (!sent) {
+    p.status = -1;
+    p.total_ms = ms(t0, Clock::now());
+    return p;
+  }
+  const std::string all = c.read_raw([&](std::string_view data) {
+    buf.append(data);
     if (p.ttft_ms >= 0) return true;
     for (size_t at = buf.find("data: "); at != std::string::npos; at = buf.find("data: ", at + 1)) {
       const size_t end = buf.find('\n', at);
@@ -131,12 +132,10 @@ Probe probe_once(int port, int i, int tokens) {
       }
     }
     return true;
-  };
-  httplib::Response res;
-  httplib::Error err;
-  const bool ok = c.send(req, res, err);
+  });
   p.total_ms = ms(t0, Clock::now());
-  p.status = ok ? res.status : -1;
+  // "HTTP/1.1 200 OK": the status, -1 when nothing came back.
+  p.status = all.size() > 12 && all.rfind("HTTP/1.1 ", 0) == 0 ? std::stoi(all.substr(9, 3)) : -1;
   return p;
 }
 
@@ -149,13 +148,11 @@ struct FloodResult {
 };
 
 FloodResult flood_once(int port, int i, int tokens) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_read_timeout(120, 0);
-  c.set_connection_timeout(10, 0);
   const json body{{"prompt", prompt("flood", i)}, {"max_tokens", tokens}, {"temperature", 0.0}};
   const Clock::time_point t0 = Clock::now();
-  const auto r = c.Post("/v1/completions", {{"Authorization", "Bearer sk-flood"}}, body.dump(),
-                        "application/json");
+  const auto r = vsynth::servetest::http_request(port, "POST", "/v1/completions", body.dump(),
+                                                 {{"Authorization", "Bearer sk-flood"}},
+                                                 std::chrono::seconds(120));
   FloodResult out;
   out.ms = ms(t0, Clock::now());
   if (!r) return out;
@@ -174,8 +171,7 @@ FloodResult flood_once(int port, int i, int tokens) {
 
 // The server's own count of answered /v1/completions requests (every status).
 long served_by_server(int port) {
-  httplib::Client c("127.0.0.1", port);
-  const auto r = c.Get("/metrics");
+  const auto r = vsynth::servetest::http_request(port, "GET", "/metrics");
   if (!r) return -1;
   long n = 0;
   const std::string key = "vsynth_serve_requests_total{endpoint=\"/v1/completions\"";

@@ -288,6 +288,31 @@ TEST_CASE("jsonl source: a task over a limit is refused with the limit, its size
                                  0) == 0);
 }
 
+TEST_CASE("jsonl source: a task nested deeper than 64 levels is refused, never parsed") {
+  // 100,000 levels (a reader that recursed over it crashed): that task fails, the others run.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string at64 = std::string(63, '[') + std::string(63, ']');  // 64 with the object
+  auto p = temp_file("deep.jsonl", "{\"id\":\"a\"}\n{\"id\":\"deep\",\"x\":" + deep +
+                                       "}\n{\"id\":\"ok64\",\"x\":" + at64 +
+                                       "}\n{\"id\":\"s\",\"x\":\"[[[[\"}\n");
+  stages::io::JsonlSource src(p.string());
+  std::map<std::string, std::string> refused;
+  std::vector<std::string> ids;
+  while (auto t = src.next()) {
+    ids.push_back(t->id);
+    if (!t->refused.empty()) refused[t->id] = t->refused;
+  }
+  CHECK(ids == std::vector<std::string>{"a", "deep", "ok64", "s"});
+  REQUIRE(refused.size() == 1);
+  CHECK(refused["deep"].rfind("task nests arrays and objects 100001 levels deep, over the limit "
+                              "of 64; refused before parsing (line 2 of",
+                              0) == 0);
+  // Without an id it is a bad line of the file, named.
+  const std::string msg = source_error(temp_file("deep_noid.jsonl", "{\"x\":" + deep + "}\n"), {});
+  CHECK(msg.find("deep_noid.jsonl:1: task nests arrays and objects 100001 levels deep") !=
+        std::string::npos);
+}
+
 TEST_CASE("jsonl source: a line over the limit with no id is a bad line, not a silent skip") {
   const std::string msg = source_error(
       temp_file("noid.jsonl", "{\"x\":\"" + std::string(100, 'x') + "\"}\n"), {64, 64, 10});

@@ -20,9 +20,8 @@ std::string field_of(Endpoint e, const json& body, int max_tokens = 2048) {
 
 }  // namespace
 
-TEST_CASE(
-    "a prompt and suffix become a cursor task and a file name adds path and source and cursor",
-    "[serve][requests]") {
+TEST_CASE("a prompt and suffix become a cursor task: source and cursor always, path when named",
+          "[serve][requests]") {
   const auto plain = parse_request(
       Endpoint::Completions,
       R"J({"prompt": "def f(", "suffix": "):\n", "max_tokens": 8, "stop": ["\n", ""], "seed": 3})J",
@@ -30,14 +29,16 @@ TEST_CASE(
   CHECK(plain.task["prefix"] == "def f(");
   CHECK(plain.task["suffix"] == "):\n");
   CHECK_FALSE(plain.task.contains("path"));
-  CHECK_FALSE(plain.has_file);
+  CHECK(plain.task["source"] == "def f():\n");
+  CHECK(plain.task["cursor"]["offset"] == 6);
+  CHECK(plain.has_cursor);  // its pipeline's file-reading stages run
   CHECK(plain.task["decode"]["max_new_tokens"] == 8);
   CHECK(plain.task["decode"]["stop"] == json::array({"\n"}));  // empty stop strings dropped
   CHECK(plain.task["decode"]["seed"] == 3);
 
   const auto filed = parse_request(Endpoint::Completions,
                                    R"J({"prompt": "ab", "suffix": "cd", "file": "x.py"})J", {});
-  CHECK(filed.has_file);
+  CHECK(filed.has_cursor);
   CHECK(filed.task["path"] == "x.py");
   CHECK(filed.task["source"] == "abcd");
   CHECK(filed.task["cursor"]["offset"] == 2);
@@ -116,5 +117,88 @@ TEST_CASE("each bad field is named", "[serve][requests]") {
   CHECK(field_of(Endpoint::Infill, {{"input_extra", {1}}}) == "input_extra[0]");
   CHECK(field_of(Endpoint::Completion, json::object()) == "prompt");
   CHECK(field_of(Endpoint::Tasks, {{"decode", 1}}) == "decode");
+  CHECK(field_of(Endpoint::Tasks, {{"prefix", "a"}, {"decode", {{"max_new_tokens", -5}}}}) ==
+        "decode.max_new_tokens");
+  CHECK(field_of(Endpoint::Tasks, {{"prefix", "a"}, {"decode", {{"top_p", 2}}}}) == "decode.top_p");
+  CHECK(field_of(Endpoint::Tasks, {{"prefix", 1}}) == "prefix");
+  CHECK(field_of(Endpoint::Tasks, {{"language", "python"}}) == "prefix");  // nothing to generate
+  CHECK(field_of(Endpoint::Infill, {{"n_indent", -1}}) == "n_indent");
+  CHECK(field_of(Endpoint::Infill, {{"t_max_predict_ms", "x"}}) == "t_max_predict_ms");
+  CHECK(field_of(Endpoint::Infill, {{"id_slot", "0"}}) == "id_slot");
+  CHECK(field_of(Endpoint::Infill, {{"response_fields", {1}}}) == "response_fields[0]");
+  CHECK(field_of(Endpoint::Completions, {{"segments", {{"suffix", "x"}}}}) == "segments.prefix");
+  CHECK(field_of(Endpoint::Completions, {{"segments", {{"prefix", "a"}, {"filepath", 3}}}}) ==
+        "segments.filepath");
+  CHECK(field_of(Endpoint::Completions,
+                 {{"segments", {{"prefix", "a"}, {"declarations", {{{"filepath", "x"}}}}}}}) ==
+        "segments.declarations[0].body");
   CHECK(field_of(Endpoint::Completions, {{"prompt", "a"}}) == "<accepted>");
+}
+
+TEST_CASE("llama.cpp's editor fields reach /decode and id_slot and response_fields are kept",
+          "[serve][requests]") {
+  const auto r = parse_request(Endpoint::Infill, R"J({"input_prefix": "a", "n_indent": 4,
+      "t_max_predict_ms": 250, "id_slot": 0, "response_fields": ["content", "timings/prompt_n"]})J",
+                               {});
+  CHECK(r.task["decode"]["n_indent"] == 4);
+  CHECK(r.task["decode"]["max_predict_ms"] == 250);
+  REQUIRE(r.id_slot);
+  CHECK(*r.id_slot == 0);
+  CHECK(r.response_fields == std::vector<std::string>{"content", "timings/prompt_n"});
+  const auto any = parse_request(Endpoint::Infill, R"J({"input_prefix": "a", "id_slot": -1})J", {});
+  CHECK_FALSE(any.id_slot);  // -1: any slot, supersedes nothing
+}
+
+TEST_CASE("a Tabby body on /v1/completions becomes a cursor task with its snippets as files",
+          "[serve][requests]") {
+  const auto r = parse_request(Endpoint::Completions, R"J({"language": "python",
+      "segments": {"prefix": "def f(", "suffix": ")\n", "filepath": "a/b.py", "git_url": "x",
+        "declarations": [{"filepath": "a/c.py", "body": "def g(): pass"}],
+        "relevant_snippets_from_changed_files": [{"filepath": "a/d.py", "body": "X = 1", "score": 1}],
+        "relevant_snippets_from_recently_opened_files": [{"filepath": "a/e.py", "body": "Y = 2"}],
+        "clipboard": "zzz"}, "temperature": 0.1, "seed": 5})J",
+                               {});
+  CHECK(r.endpoint == Endpoint::Tabby);
+  CHECK(r.task["prefix"] == "def f(");
+  CHECK(r.task["suffix"] == ")\n");
+  CHECK(r.task["source"] == "def f()\n");
+  CHECK(r.task["cursor"]["offset"] == 6);
+  CHECK(r.task["path"] == "a/b.py");
+  CHECK(r.task["language"] == "python");
+  CHECK(r.task["files"] == json::array({{{"path", "a/c.py"}, {"source", "def g(): pass"}},
+                                        {{"path", "a/d.py"}, {"source", "X = 1"}},
+                                        {{"path", "a/e.py"}, {"source", "Y = 2"}}}));
+  CHECK(r.task["decode"]["seed"] == 5);
+}
+
+TEST_CASE("bodies nested too deep, numbers out of range and bad UTF-8 are 400s naming where",
+          "[serve][requests]") {
+  const auto error_of = [](Endpoint e,
+                           const std::string& body) -> std::pair<std::string, std::string> {
+    try {
+      parse_request(e, body, {});
+    } catch (const RequestError& x) {
+      CHECK(x.status() == 400);
+      return {x.field(), x.what()};
+    }
+    return {"<accepted>", ""};
+  };
+  // 100,000 levels: refused at level 65, nothing recursed over.
+  const std::string deep =
+      "{\"prompt\": \"a\", \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const auto [f1, m1] = error_of(Endpoint::Completions, deep);
+  CHECK(m1.find("deeper than 64") != std::string::npos);
+  CHECK(f1.rfind("x", 0) == 0);
+  const std::string ok64 =
+      "{\"prompt\": \"a\", \"x\": " + std::string(62, '[') + std::string(62, ']') + "}";
+  CHECK(error_of(Endpoint::Completions, ok64).first == "<accepted>");
+  const auto [f2, m2] = error_of(Endpoint::Completions, R"({"prompt": "a", "temperature": 1e400})");
+  CHECK(f2 == "temperature");
+  CHECK(m2.find("range of a double") != std::string::npos);
+  const auto [f3, m3] = error_of(Endpoint::Completions, "{\"prompt\": \"ab\xff\"}");
+  CHECK(f3 == "prompt");
+  CHECK(m3.find("byte offset 14") != std::string::npos);
+  const auto [f4, m4] =
+      error_of(Endpoint::Chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"\xc3\"}]}");
+  CHECK(f4 == "messages[0].content");
 }

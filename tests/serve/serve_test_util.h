@@ -1,9 +1,7 @@
 // Test helpers for vsynth serve: an in-process server on 127.0.0.1 at an ephemeral port over a
 // pipeline written for the test (a tiny random model, or the default model), its access
-// records, and small HTTP helpers (httplib's client; SSE parsing).
+// records, and small HTTP helpers (http_client.h; SSE parsing).
 #pragma once
-
-#include <httplib.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -19,6 +17,7 @@
 #include "stages/ast/register.h"
 #include "stages/generation/register.h"
 #include "tests/generation/gen_test_util.h"
+#include "tests/serve/http_client.h"
 #include "tests/test_skip.h"
 #include "tools/vsynth/serve/server.h"
 
@@ -96,12 +95,6 @@ class TestServer {
   }
   ~TestServer() { server_->stop(); }
 
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(60, 0);
-    c.set_connection_timeout(5, 0);
-    return c;
-  }
   int port() const { return port_; }
 
   // The first access record matching `pred`, waiting up to `timeout` for it.
@@ -133,10 +126,13 @@ class TestServer {
   std::vector<serve::AccessRecord> log_;
 };
 
-inline httplib::Result post(const TestServer& s, const std::string& path, const std::string& body,
-                            const httplib::Headers& headers = {}) {
-  httplib::Client c = s.client();
-  return c.Post(path.c_str(), headers, body, "application/json");
+inline std::optional<Reply> post(const TestServer& s, const std::string& path,
+                                 const std::string& body, const Headers& headers = {}) {
+  return http_request(s.port(), "POST", path, body, headers);
+}
+
+inline std::optional<Reply> get(const TestServer& s, const std::string& path) {
+  return http_request(s.port(), "GET", path);
 }
 
 // The JSON objects of an SSE body's `data:` lines, [DONE] excluded; `done` says if it came.

@@ -108,7 +108,17 @@ ServeConfig parse_config(const std::string& text, const std::string& origin) {
   if (!root.IsMap()) bad(origin, root, "the serve config must be a mapping");
   check_keys(origin, root, "the serve config", {"server", "priorities", "tenants", "anonymous"});
   if (const YAML::Node s = root["server"]) {
-    check_keys(origin, s, "server", {"max_running", "max_body_bytes", "threads", "recent_results"});
+    check_keys(origin, s, "server",
+               {"max_running", "max_body_bytes", "threads", "recent_results", "io_threads",
+                "max_connections", "request_read_s", "keep_alive_s"});
+    if (s["io_threads"]) c.io_threads = scalar<int>(origin, s["io_threads"], "io_threads", 1, 64);
+    if (s["max_connections"])
+      c.max_connections = scalar<std::size_t>(origin, s["max_connections"], "max_connections", 1,
+                                              std::size_t{1} << 20);
+    if (s["request_read_s"])
+      c.request_read_s = scalar<double>(origin, s["request_read_s"], "request_read_s", 0.05, 3600);
+    if (s["keep_alive_s"])
+      c.keep_alive_s = scalar<double>(origin, s["keep_alive_s"], "keep_alive_s", 0.05, 3600);
     if (s["max_running"])
       c.max_running = scalar<int>(origin, s["max_running"], "max_running", 1, 4096);
     if (s["max_body_bytes"])

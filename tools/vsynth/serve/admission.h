@@ -5,7 +5,8 @@
 // without bound. Requests run in priority order (then arrival), at most `max_running` of all
 // tenants together, each tenant at most its max_concurrent.
 //
-//   server:  { max_running: 2, max_body_bytes: 1048576, threads: 32, recent_results: 64 }
+//   server:  { max_running: 2, max_body_bytes: 1048576, threads: 32, recent_results: 64,
+//              io_threads: 2, max_connections: 512, request_read_s: 10, keep_alive_s: 30 }
 //   priorities: [gold, silver, bronze]          # first: served first
 //   tenants:
 //     acme: { keys: ["sk-acme-1"], priority: gold, max_concurrent: 2, queue_depth: 8,
@@ -42,8 +43,14 @@ struct TenantConfig {
 struct ServeConfig {
   int max_running = 2;  // requests inside the pipelines at once, every tenant together
   std::size_t max_body_bytes = 1 << 20;
-  int threads = 32;                 // HTTP worker threads (waiting requests hold one each)
-  std::size_t recent_results = 64;  // finished results kept for resume_from
+  // Worker threads for the requests' blocking phases (waiting for a slot or a result, writing a
+  // stream); at least the tenants' max_concurrent + queue_depth together, + 4.
+  int threads = 32;
+  int io_threads = 2;                 // threads reading and writing the sockets
+  std::size_t max_connections = 512;  // open at once; one more is answered 503 and closed
+  double request_read_s = 10;         // a request's headers and body, from its first byte
+  double keep_alive_s = 30;           // idle between two requests on one connection
+  std::size_t recent_results = 64;    // finished results kept for resume_from
   std::vector<std::string> priorities{"gold", "silver", "bronze"};
   std::vector<TenantConfig> tenants;
   std::optional<TenantConfig> anonymous;  // requests without a key; nullopt: 401

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
+
+#include "tools/vsynth/serve/json_body.h"
 
 namespace vsynth::serve {
 
@@ -19,6 +22,8 @@ const char* to_string(Endpoint e) {
       return "/completion";
     case Endpoint::Tasks:
       return "/v1/tasks";
+    case Endpoint::Tabby:
+      return "/v1/completions";
   }
   return "?";
 }
@@ -166,37 +171,165 @@ std::optional<std::string> file_of(const json& body) {
 
 // A cursor task from the text around it (see the header).
 json cursor_task(const std::string& prefix, const std::string& suffix,
-                 const std::optional<std::string>& file, const std::optional<std::string>& lang) {
-  json t{{"prefix", prefix}, {"suffix", suffix}};
+                 const std::optional<std::string>& file, const std::optional<std::string>& lang,
+                 const char* file_field = "file") {
+  json t{{"prefix", prefix},
+         {"suffix", suffix},
+         {"source", prefix + suffix},
+         {"cursor", {{"offset", prefix.size()}}}};
   if (file) {
-    if (file->empty()) bad("file", "must not be empty");
+    if (file->empty()) bad(file_field, "must not be empty");
     t["path"] = *file;
-    t["source"] = prefix + suffix;
-    t["cursor"] = {{"offset", prefix.size()}};
   }
   if (lang) t["language"] = *lang;
   return t;
 }
 
-json files_of(const json& body) {
-  json files = json::array();
-  const json* v = find(body, "input_extra");
-  if (!v) return files;
+// llama.cpp's editor fields: n_indent (the cursor line's indentation, columns) and
+// t_max_predict_ms (a time budget for the generation), into /decode.
+void editor_decode(const json& body, json& decode) {
+  if (auto n = int_of(body, "n_indent", 0, 1 << 16)) decode["n_indent"] = *n;
+  if (auto t = int_of(body, "t_max_predict_ms", 0, int64_t{1} << 31)) decode["max_predict_ms"] = *t;
+}
+
+// A list of chunks [{<name_key>, <text_key>}] into /files entries {path, source}.
+void chunks_into(const json& body, const char* key, const std::string& where_prefix,
+                 const char* name_key, const char* text_key, json& files) {
+  const json* v = find(body, key);
+  if (!v) return;
+  const std::string field = where_prefix + key;
   if (!v->is_array()) {
-    bad("input_extra",
-        fmt::format("must be an array of {{filename, text}} (got {})", v->type_name()));
+    bad(field,
+        fmt::format("must be an array of {{{}, {}}} (got {})", name_key, text_key, v->type_name()));
   }
   for (std::size_t i = 0; i < v->size(); ++i) {
     const json& e = (*v)[i];
-    const std::string where = fmt::format("input_extra[{}]", i);
+    const std::string where = fmt::format("{}[{}]", field, i);
     if (!e.is_object()) bad(where, fmt::format("must be an object (got {})", e.type_name()));
-    const json* name = find(e, "filename");
-    const json* text = find(e, "text");
-    if (!name || !name->is_string()) bad(where + ".filename", "must be a string");
-    if (!text || !text->is_string()) bad(where + ".text", "must be a string");
+    const json* name = find(e, name_key);
+    const json* text = find(e, text_key);
+    if (!name || !name->is_string()) bad(where + "." + name_key, "must be a string");
+    if (!text || !text->is_string()) bad(where + "." + text_key, "must be a string");
     files.push_back({{"path", *name}, {"source", *text}});
   }
+}
+
+json files_of(const json& body) {
+  json files = json::array();
+  chunks_into(body, "input_extra", "", "filename", "text", files);
   return files;
+}
+
+// Tabby's /v1/completions: {language, segments: {prefix, suffix, filepath, git_url,
+// declarations, relevant_snippets_from_changed_files,
+// relevant_snippets_from_recently_opened_files, clipboard}, temperature, seed, mode, user,
+// debug_options}.
+json tabby_task(const json& body) {
+  const json* seg = find(body, "segments");
+  if (!seg->is_object()) {
+    bad("segments", fmt::format("must be an object {{prefix, suffix, filepath, ...}} (got {})",
+                                seg->type_name()));
+  }
+  const auto prefix = string_of(*seg, "prefix");
+  if (!prefix) bad("segments.prefix", "is required (a string)");
+  const auto s = [&](const char* k) {
+    try {
+      return string_of(*seg, k);
+    } catch (const RequestError& e) {
+      throw RequestError(400, std::string("segments.") + k,
+                         fmt::format("`segments.{}` must be a string", k));
+    }
+  };
+  const std::string suffix = s("suffix").value_or("");
+  const auto file = s("filepath");
+  (void)s("git_url");
+  (void)s("clipboard");  // not a file of the project: dropped (docs/serving.md)
+  json t = cursor_task(*prefix, suffix, file, string_of(body, "language"), "segments.filepath");
+  json files = json::array();
+  chunks_into(*seg, "declarations", "segments.", "filepath", "body", files);
+  chunks_into(*seg, "relevant_snippets_from_changed_files", "segments.", "filepath", "body", files);
+  chunks_into(*seg, "relevant_snippets_from_recently_opened_files", "segments.", "filepath", "body",
+              files);
+  if (!files.empty()) t["files"] = std::move(files);
+  return t;
+}
+
+std::optional<int64_t> slot_of(const json& body) {
+  const auto s = int_of(body, "id_slot", -1, 1 << 20);
+  if (!s || *s < 0) return std::nullopt;
+  return s;
+}
+
+std::vector<std::string> response_fields_of(const json& body) {
+  std::vector<std::string> out;
+  const json* v = find(body, "response_fields");
+  if (!v) return out;
+  if (!v->is_array()) bad("response_fields", "must be an array of strings");
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    if (!(*v)[i].is_string()) bad(fmt::format("response_fields[{}]", i), "must be a string");
+    out.push_back((*v)[i].get<std::string>());
+  }
+  return out;
+}
+
+// /v1/tasks: the fields a task record's stages read, by type, so that a malformed record is a
+// 400 naming the field rather than a stage failure.
+void check_task(const json& body, const RequestLimits& limits, json& task) {
+  for (const char* k : {"prompt", "prefix", "suffix", "instruction", "source", "path", "language",
+                        "entry_point", "signature", "spec"}) {
+    (void)string_of(body, k);
+  }
+  if (const json* c = find(body, "cursor"); c && !c->is_object()) {
+    bad("cursor", fmt::format("must be an object (got {})", c->type_name()));
+  }
+  if (const json* f = find(body, "files"); f && !f->is_array() && !f->is_object()) {
+    bad("files", fmt::format("must be an array or an object (got {})", f->type_name()));
+  }
+  const json* d = find(body, "decode");
+  if (d && !d->is_object())
+    bad("decode", fmt::format("must be an object (got {})", d->type_name()));
+  if (!find(body, "prompt") && !find(body, "prefix") && !find(body, "instruction") &&
+      !find(body, "source")) {
+    throw RequestError(400, "prefix",
+                       "the task has none of `prefix`, `prompt`, `instruction` or `source`: "
+                       "nothing to generate from (examples/tasks/*.jsonl show the shapes)");
+  }
+  if (!d) return;
+  if (!d->is_object()) bad("decode", fmt::format("must be an object (got {})", d->type_name()));
+  const auto in = [&](const char* k) { return "decode." + std::string(k); };
+  const auto check_int = [&](const char* k, int64_t lo, int64_t hi) -> std::optional<int64_t> {
+    try {
+      return int_of(*d, k, lo, hi);
+    } catch (const RequestError& e) {
+      throw RequestError(400, in(k), fmt::format("`{}`{}", in(k), e.what() + std::strlen(k) + 2));
+    }
+  };
+  const auto check_num = [&](const char* k, double lo, double hi) {
+    try {
+      (void)number_of(*d, k, lo, hi);
+    } catch (const RequestError& e) {
+      throw RequestError(400, in(k), fmt::format("`{}`{}", in(k), e.what() + std::strlen(k) + 2));
+    }
+  };
+  if (auto n = check_int("max_new_tokens", 1, 32768)) {
+    task["decode"]["max_new_tokens"] = std::min<int64_t>(*n, limits.max_tokens);
+  }
+  check_num("temperature", 0.0, 5.0);
+  check_num("top_p", 0.01, 1.0);
+  (void)check_int("seed", 0, std::numeric_limits<int64_t>::max());
+  (void)check_int("n_indent", 0, 1 << 16);
+  (void)check_int("max_predict_ms", 0, int64_t{1} << 31);
+  if (const json* w = find(*d, "warmup"); w && !w->is_boolean()) {
+    bad(in("warmup"), "must be true or false");
+  }
+  if (const json* st = find(*d, "stop")) {
+    if (!st->is_array()) bad(in("stop"), "must be an array of non-empty strings");
+    for (std::size_t i = 0; i < st->size(); ++i) {
+      if (!(*st)[i].is_string() || (*st)[i].get_ref<const std::string&>().empty()) {
+        bad(fmt::format("decode.stop[{}]", i), "must be a non-empty string");
+      }
+    }
+  }
 }
 
 // Chat messages -> one instruction (generate.llm's instruct prompt has one user turn): a lone
@@ -235,27 +368,22 @@ void finish_common(ParsedRequest& r, const json& body) {
 }  // namespace
 
 ParsedRequest parse_request(Endpoint endpoint, std::string_view text, const RequestLimits& limits) {
-  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    // Where it broke, for the client: nlohmann's own message carries the byte.
-    try {
-      const json again = json::parse(text);  // throws: the parser's message names the byte
-      (void)again;
-    } catch (const json::parse_error& e) {
-      throw RequestError(400, "", fmt::format("the body is not valid JSON: {}", e.what()));
-    }
-    throw RequestError(400, "", "the body is not valid JSON");
-  }
+  json body = parse_json_body(text);
   if (!body.is_object()) {
     throw RequestError(400, "",
                        fmt::format("the body must be a JSON object (got {})", body.type_name()));
   }
   ParsedRequest r;
+  if (endpoint == Endpoint::Completions && find(body, "segments")) endpoint = Endpoint::Tabby;
   r.endpoint = endpoint;
   const auto lang = string_of(body, "language");
   const auto file = file_of(body);
-  r.has_file = file.has_value();
+  r.has_cursor = endpoint != Endpoint::Chat;
   switch (endpoint) {
+    case Endpoint::Tabby:
+      r.task = tabby_task(body);
+      r.task["decode"] = decode_of(body, "max_tokens", limits, r.warmup);
+      break;
     case Endpoint::Completions: {
       const auto prompt = prompt_of(body, "prompt");
       if (!prompt) bad("prompt", "is required (a string)");
@@ -286,6 +414,9 @@ ParsedRequest parse_request(Endpoint endpoint, std::string_view text, const Requ
       if (json files = files_of(body); !files.empty()) r.task["files"] = std::move(files);
       (void)bool_of(body, "cache_prompt");  // always on: the model's KV pool does it
       r.task["decode"] = decode_of(body, "n_predict", limits, r.warmup);
+      editor_decode(body, r.task["decode"]);
+      r.id_slot = slot_of(body);
+      r.response_fields = response_fields_of(body);
       break;
     }
     case Endpoint::Tasks: {
@@ -298,14 +429,8 @@ ParsedRequest parse_request(Endpoint endpoint, std::string_view text, const Requ
           r.task.erase(k);
         }
       }
-      if (const json* d = find(body, "decode")) {
-        if (!d->is_object()) bad("decode", "must be an object");
-        if (const json* n = find(*d, "max_new_tokens"); n && n->is_number_integer()) {
-          r.task["decode"]["max_new_tokens"] =
-              std::min<int64_t>(n->get<int64_t>(), limits.max_tokens);
-        }
-      }
-      r.has_file = find(body, "path") != nullptr;
+      check_task(body, limits, r.task);
+      r.has_cursor = find(body, "path") != nullptr || find(body, "source") != nullptr;
       break;
     }
   }

@@ -2,12 +2,17 @@
 // /completion, vsynth /v1/tasks) turned into one task record for a pipeline, with validation
 // whose every error names the field at fault.
 //
-// A plain prompt (+ suffix) becomes a completion task: /prefix and /suffix (generate.llm
-// continues the prefix). When the request names its file (`file`, Tabby's `filepath`), the task
-// also gets /path, /source = prefix + suffix and /cursor {offset: bytes of the prefix}, so a
-// pipeline's context stages (ast.anchor, context.*, retrieval.*) can locate the cursor. llama.cpp's
-// input_extra [{filename, text}] becomes /files (project files the context stages read).
-// Sampling fields become the task's /decode object (stages/generation/task_decode.h).
+// A cursor request (OpenAI completions, llama.cpp /infill and /completion, Tabby) becomes a
+// completion task: /prefix, /suffix, /source = prefix + suffix and /cursor {offset: bytes of the
+// prefix}, so a pipeline's context stages (ast.anchor, context.*, retrieval.*) locate the cursor
+// in the file being edited whether or not the client named it; /path only when it did (`file`,
+// Tabby's segments.filepath), /language when it sent one. /files: llama.cpp's input_extra
+// [{filename, text}] and Tabby's declarations and relevant_snippets_* [{filepath, body}] (one
+// entry per chunk; Tabby's clipboard is not a file and is dropped). Sampling fields become the
+// task's /decode object (stages/generation/task_decode.h), with llama.cpp's n_indent and
+// t_max_predict_ms as /decode/n_indent and /decode/max_predict_ms.
+//
+// Every body is parsed with a nesting bound before anything recurses over it (json_body.h).
 #pragma once
 
 #include <cstdint>
@@ -16,10 +21,13 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vsynth::serve {
 
-enum class Endpoint { Completions, Chat, Infill, Completion, Tasks };
+// The request's dialect. Tabby shares /v1/completions with OpenAI: a body with `segments` is
+// Tabby's.
+enum class Endpoint { Completions, Chat, Infill, Completion, Tasks, Tabby };
 const char* to_string(Endpoint e);
 
 // A request the server refuses: HTTP status (4xx), the field at fault ("" for the body as a
@@ -52,9 +60,18 @@ struct ParsedRequest {
   bool stream = false;
   nlohmann::json task;    // the task record, without an id (the server numbers its tasks)
   std::string client_id;  // /v1/tasks: the record's own id, given back in the result
-  bool has_file = false;  // the request named its file: context stages can run
-  bool warmup = false;    // n_predict 0: prefill only
+  // The task has a file to read (a cursor request, or a task with source / path): its
+  // pipeline's file-reading stages run. False (chat, an instruction-only task): they are
+  // skipped (ServedPipeline::fileless_bypass).
+  bool has_cursor = false;
+  bool warmup = false;  // n_predict 0: prefill only
   std::optional<ResumeFrom> resume;
+  // llama.cpp's id_slot (>= 0): a newer request of the same client on the same slot supersedes
+  // this one. nullopt: none (or -1, llama.cpp's "any slot").
+  std::optional<int64_t> id_slot;
+  // llama.cpp's response_fields: only these fields in the answer ("timings/prompt_n" paths
+  // flatten to the key "timings/prompt_n"); empty: all.
+  std::vector<std::string> response_fields;
   // Identifies the request's result across requests (for resume_from): a hash of the task
   // record and the pipeline, whatever the stream / resume fields say.
   std::string fingerprint;

@@ -25,6 +25,8 @@ struct ResultInfo {
   std::string finish;   // generate.llm's finish (eog, stop, length, cancelled...); "" unknown
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;  // prompt tokens served from the model's KV pool
+  double prefill_ms = 0, decode_ms = 0;
   nlohmann::json vsynth = nlohmann::json::object();  // see the header
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "stages/facets/candidates.h"
+
 namespace vsynth::serve {
 
 // --- Exchange ---
@@ -33,20 +35,21 @@ void Exchange::on_retract(std::size_t bytes) {
   cv_.notify_all();
 }
 
-void Exchange::finish(nlohmann::json record) {
-  std::function<void(const nlohmann::json&)> fn;
+void Exchange::finish(nlohmann::json record, GenerationFacts facts) {
+  std::function<void(const Snapshot&)> fn;
   {
     std::lock_guard l(mu_);
     s_.record = std::move(record);
+    s_.facts = std::move(facts);
     s_.done = true;
     fn = std::move(on_finish_);
     on_finish_ = nullptr;
   }
   cv_.notify_all();
-  if (fn) fn(s_.record);  // done: nobody writes the record any more
+  if (fn) fn(s_);  // done: nobody writes the snapshot any more
 }
 
-void Exchange::on_finish(std::function<void(const nlohmann::json&)> fn) {
+void Exchange::on_finish(std::function<void(const Snapshot&)> fn) {
   {
     std::lock_guard l(mu_);
     if (!s_.done) {
@@ -54,7 +57,7 @@ void Exchange::on_finish(std::function<void(const nlohmann::json&)> fn) {
       return;
     }
   }
-  fn(s_.record);
+  fn(s_);
 }
 
 Exchange::Snapshot Exchange::wait_done(std::chrono::steady_clock::time_point until) {
@@ -115,14 +118,46 @@ class ServedPipeline::RequestSource : public graph::Source {
   bool closed_ = false;
 };
 
+namespace {
+
+GenerationFacts facts_of(const graph::Item& item) {
+  GenerationFacts f;
+  const auto* c = item.find<stages::facets::CandidatesFacet>();
+  if (!c) return f;
+  f.present = true;
+  f.prompt_tokens = c->prompt_tokens;
+  f.prefill_ms = c->prefill_ms;
+  f.kv_pool = c->kv_pool;
+  f.cached_tokens = c->cached_tokens;
+  if (c->warmup) f.finish = "warmup";
+  if (!c->candidates.empty()) {
+    const auto& first = c->candidates.front();
+    f.text = std::string(first.text);
+    f.finish = first.finish;
+    f.completion_tokens = first.tokens;
+    f.decode_ms = first.decode_ms;
+    f.tokens_per_s = first.tokens_per_s;
+    f.drafted = first.drafted;
+    f.accepted = first.accepted;
+  }
+  return f;
+}
+
+}  // namespace
+
 class ServedPipeline::ResultSink : public graph::Sink {
  public:
+  explicit ResultSink(std::atomic<int>& in_flight) : in_flight_(in_flight) {}
   void write(const graph::Item& item) override {
     if (auto ex = std::dynamic_pointer_cast<Exchange>(item.task().observer)) {
-      ex->finish(item.to_record());
+      --in_flight_;
+      ex->finish(item.to_record(), facts_of(item));
     }
   }
   bool contains(std::string_view) const override { return false; }  // ids are never reused
+
+ private:
+  std::atomic<int>& in_flight_;
 };
 
 // --- ServedPipeline ---
@@ -132,7 +167,7 @@ namespace {
 bool reads_file(const graph::ResolvedStage& s) {
   const auto& c = s.kind->contract;
   return c.reads_task_file || std::find(c.requires_facets.begin(), c.requires_facets.end(),
-                                             "anchor") != c.requires_facets.end();
+                                        "anchor") != c.requires_facets.end();
 }
 
 }  // namespace
@@ -155,7 +190,7 @@ ServedPipeline::ServedPipeline(std::string name, graph::ValidatedPipeline spec,
   }
   pipeline_ = std::make_unique<graph::Pipeline>(std::move(spec), registry);
   source_ = std::make_unique<RequestSource>();
-  sink_ = std::make_unique<ResultSink>();
+  sink_ = std::make_unique<ResultSink>(in_flight_);
   runner_ = std::thread([this] {
     const graph::RunResult r = pipeline_->run(*source_, *sink_, control_);
     std::lock_guard l(mu_);
@@ -172,7 +207,14 @@ bool ServedPipeline::submit(std::string id, nlohmann::json data, std::shared_ptr
   graph::Task t{std::move(id), std::move(data)};
   t.observer = std::move(ex);
   if (fileless) t.bypass = fileless_.stages;
-  return source_->push(std::move(t));
+  ++in_flight_;
+  if (source_->push(std::move(t))) return true;
+  --in_flight_;
+  return false;
+}
+
+int ServedPipeline::in_flight() const {
+  return in_flight_.load();
 }
 
 void ServedPipeline::stop() {

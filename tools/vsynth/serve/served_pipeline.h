@@ -5,6 +5,7 @@
 // Nothing here knows HTTP.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -23,6 +24,19 @@
 
 namespace vsynth::serve {
 
+// What the server answers with, read from the item's typed `candidates` facet when the task
+// is done (candidate 0: the one streamed); no JSON is parsed back.
+struct GenerationFacts {
+  bool present = false;  // the item has a candidates facet
+  std::string text;      // candidate 0's text
+  std::string finish;    // generate.llm's finish; "warmup" for a prefill-only task
+  int prompt_tokens = 0, completion_tokens = 0;
+  int cached_tokens = 0;  // prompt tokens served from the model's KV pool
+  bool kv_pool = false;
+  double prefill_ms = 0, decode_ms = 0, tokens_per_s = 0;
+  int drafted = 0, accepted = 0;  // speculative decoding
+};
+
 // What one request sees of its task while it runs. Written by graph threads and stage
 // workers, read by the request's HTTP thread.
 class Exchange : public graph::Observer {
@@ -30,7 +44,8 @@ class Exchange : public graph::Observer {
   void on_stage(std::string_view stage, graph::StageEvent e) override;
   void on_text(std::string_view text) override;
   void on_retract(std::size_t bytes) override;
-  void finish(nlohmann::json record);  // the sink: the result record (the task is done)
+  // The sink: the result record and the typed facts (the task is done).
+  void finish(nlohmann::json record, GenerationFacts facts = {});
 
   struct Snapshot {
     std::string text;                    // streamed so far (after retractions)
@@ -38,6 +53,7 @@ class Exchange : public graph::Observer {
     std::size_t retracted = 0;           // bytes retracted in all
     bool done = false;
     nlohmann::json record;  // when done
+    GenerationFacts facts;  // when done
   };
   // Waits until the text grew past `text_seen`, there are more than `events_seen` events, the
   // retraction count differs from `retracted_seen`, the task is done, or `until`.
@@ -47,13 +63,13 @@ class Exchange : public graph::Observer {
   Snapshot wait_done(std::chrono::steady_clock::time_point until);
   // Called once with the record when the task is done (at once when it already is), on the
   // sink's thread: for a request whose client left, so that its end is still accounted.
-  void on_finish(std::function<void(const nlohmann::json&)> fn);
+  void on_finish(std::function<void(const Snapshot&)> fn);
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   Snapshot s_;
-  std::function<void(const nlohmann::json&)> on_finish_;
+  std::function<void(const Snapshot&)> on_finish_;
 };
 
 class ServedPipeline {
@@ -70,6 +86,8 @@ class ServedPipeline {
   // `fileless`: the request names no file, so the task skips fileless_bypass().
   bool submit(std::string id, nlohmann::json data, std::shared_ptr<Exchange> ex,
               bool fileless = false);
+  // Tasks submitted and not yet finished (queued or inside the graph).
+  int in_flight() const;
   // Stops admission, cancels every queued task, waits for the run to end.
   void stop();
 
@@ -105,6 +123,7 @@ class ServedPipeline {
   std::thread runner_;
   mutable std::mutex mu_;
   std::string fatal_;
+  std::atomic<int> in_flight_{0};
 };
 
 }  // namespace vsynth::serve

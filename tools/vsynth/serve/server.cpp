@@ -2,12 +2,13 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <chrono>
 #include <ctime>
 
 #include "graph/validate.h"
+#include "tools/vsynth/serve/http_server.h"
+#include "tools/vsynth/serve/json_body.h"
 
 #ifndef VSYNTH_VERSION
 #define VSYNTH_VERSION "unknown"
@@ -24,41 +25,94 @@ double ms_since(clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 }
 
-// Authorization: Bearer KEY, else X-Api-Key.
-std::string api_key(const httplib::Request& req) {
-  const std::string auth = req.get_header_value("Authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (auth.size() > kBearer.size() && std::string_view(auth).substr(0, kBearer.size()) == kBearer) {
-    return auth.substr(kBearer.size());
+bool iequals_prefix(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) !=
+        std::tolower(static_cast<unsigned char>(prefix[i]))) {
+      return false;
+    }
   }
-  return req.get_header_value("X-Api-Key");
+  return true;
 }
 
-const json* candidates_of(const json& record) {
-  const auto f = record.find("facets");
-  if (f == record.end()) return nullptr;
-  const auto c = f->find("candidates");
-  return c == f->end() ? nullptr : &*c;
+// Authorization: Bearer KEY (the scheme in any case, RFC 9110 11.1), else X-Api-Key.
+std::string api_key(const HttpRequest& req) {
+  const std::string auth = req.header("Authorization");
+  constexpr std::string_view kBearer = "bearer ";
+  if (auth.size() > kBearer.size() && iequals_prefix(auth, kBearer)) {
+    const auto start = auth.find_first_not_of(' ', kBearer.size());
+    if (start != std::string::npos) return auth.substr(start);
+  }
+  return req.header("X-Api-Key");
 }
 
 bool llama_style(Endpoint e) {
   return e == Endpoint::Infill || e == Endpoint::Completion;
 }
 
+HttpResponse json_response(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+// llama.cpp's response_fields: only the listed fields; "a/b" reads a nested value and keeps
+// the path as its key (llama.cpp's json_get_nested_values).
+json select_fields(const json& body, const std::vector<std::string>& fields) {
+  json out = json::object();
+  for (const std::string& f : fields) {
+    const json* at = &body;
+    std::size_t start = 0;
+    while (at && start <= f.size()) {
+      const std::size_t slash = std::min(f.find('/', start), f.size());
+      const std::string key = f.substr(start, slash - start);
+      const auto it = at->is_object() ? at->find(key) : at->end();
+      at = at->is_object() && it != at->end() ? &*it : nullptr;
+      start = slash + 1;
+    }
+    if (at) out[f] = *at;
+  }
+  return out;
+}
+
+struct Route {
+  const char* path;
+  const char* method;
+  std::optional<Endpoint> endpoint;  // a generation endpoint (POST)
+};
+
+constexpr Route kRoutes[] = {
+    {"/v1/completions", "POST", Endpoint::Completions},
+    {"/v1/chat/completions", "POST", Endpoint::Chat},
+    {"/infill", "POST", Endpoint::Infill},
+    {"/completion", "POST", Endpoint::Completion},
+    {"/v1/tasks", "POST", Endpoint::Tasks},
+    {"/v1/models", "GET", std::nullopt},
+    {"/health", "GET", std::nullopt},
+    {"/metrics", "GET", std::nullopt},
+};
+
 }  // namespace
 
-// One streamed answer's state, shared by httplib's content provider and releaser.
-struct Server::Stream {
+// One generation request, from its body to its answer.
+struct Server::Call {
   Endpoint endpoint = Endpoint::Completions;
-  std::shared_ptr<Exchange> ex;
-  Admission::Ticket ticket;
+  std::shared_ptr<Responder> out;
+  const TenantConfig* tenant = nullptr;
+  ParsedRequest pr;
   ServedPipeline* pipeline = nullptr;
-  std::string task_id, context, fingerprint, client_id;
+  bool fileless = false;
+  std::string context, task_id, fingerprint;
+  std::shared_ptr<Exchange> ex = std::make_shared<Exchange>();
+  Admission::Ticket ticket;
   ResultInfo info;  // id, model, created while streaming; the rest when done
   std::size_t sent = 0, events = 0, retracted = 0;
-  bool finished = false;
   clock::time_point t0, last_piece, last_write, deadline;
   AccessRecord access;
+  std::atomic<bool> superseded{false};
+  bool finished = false;  // a stream's final piece is made (accounted)
 };
 
 Server::Server(ServerOptions options, const graph::Registry& registry)
@@ -76,11 +130,45 @@ Server::Server(ServerOptions options, const graph::Registry& registry)
       throw std::runtime_error(fmt::format("pipeline `{}` ({}): {}", name, file, e.what()));
     }
   }
-  http_ = std::make_unique<httplib::Server>();
-  const auto threads = static_cast<std::size_t>(options_.config.threads);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(options_.config.max_body_bytes);
-  routes();
+  const ServeConfig& cfg = options_.config;
+  int held = 0;  // requests the tenants may hold at once (running + queued)
+  for (const auto& t : cfg.tenants) held += t.max_concurrent + t.queue_depth;
+  if (cfg.anonymous) held += cfg.anonymous->max_concurrent + cfg.anonymous->queue_depth;
+  const int workers = std::max(cfg.threads, held + 4);
+  for (int i = 0; i < workers; ++i) {
+    workers_.emplace_back([this] {
+      while (true) {
+        std::function<void()> fn;
+        {
+          std::unique_lock l(work_mu_);
+          work_cv_.wait(l, [&] { return work_closed_ || !work_.empty(); });
+          if (work_.empty()) return;
+          fn = std::move(work_.front());
+          work_.pop_front();
+        }
+        fn();
+      }
+    });
+  }
+  HttpOptions h;
+  h.host = options_.host;
+  h.port = options_.port;
+  h.io_threads = cfg.io_threads;
+  h.max_connections = cfg.max_connections;
+  h.request_read_s = cfg.request_read_s;
+  h.keep_alive_s = cfg.keep_alive_s;
+  h.max_body_bytes = cfg.max_body_bytes;
+  http_ = std::make_unique<HttpServer>(
+      h, [this](HttpRequest req, std::shared_ptr<Responder> out) { handle(std::move(req), out); },
+      [this](int status, const std::string& message, const std::string& field,
+             const HttpRequest* req) {
+        AccessRecord a;
+        a.method = req ? req->method : "-";
+        a.path = req ? req->path : "-";
+        a.status = status;
+        log(a);
+        return json_response(status, error_body(status, message, field));
+      });
 }
 
 Server::~Server() {
@@ -88,23 +176,17 @@ Server::~Server() {
 }
 
 int Server::start() {
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host);
-  } else {
-    port_ = http_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
-  }
-  if (port_ <= 0) {
-    throw std::runtime_error(
-        fmt::format("cannot listen on {}:{} (in use, or not an address "
-                    "of this machine)",
-                    options_.host, options_.port));
-  }
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  port_ = http_->start();
   return port_;
 }
 
 void Server::wait() {
-  if (listener_.joinable()) listener_.join();
+  std::unique_lock l(stop_mu_);
+  while (!stopped_) {
+    l.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    l.lock();
+  }
 }
 
 void Server::stop() {
@@ -119,8 +201,25 @@ void Server::stop() {
     }
   }
   http_->stop();
-  wait();
+  {
+    std::lock_guard l(work_mu_);
+    work_closed_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : workers_) {
+    if (t.joinable()) t.join();
+  }
   for (auto& p : pipelines_) p->stop();
+  std::lock_guard l(stop_mu_);
+  stopped_ = true;
+}
+
+void Server::post_work(std::function<void()> fn) {
+  {
+    std::lock_guard l(work_mu_);
+    work_.push_back(std::move(fn));
+  }
+  work_cv_.notify_one();
 }
 
 ServedPipeline* Server::pick(const std::string& model) const {
@@ -148,61 +247,53 @@ void Server::log(const AccessRecord& r) {
   if (options_.on_access) options_.on_access(r);
 }
 
-void Server::answer_error(Endpoint, const httplib::Request& req, httplib::Response& res, int status,
-                          const std::string& message, const std::string& field,
-                          const std::string& tenant) {
-  res.status = status;
-  res.set_content(error_body(status, message, field).dump(), "application/json");
-  AccessRecord a;
-  a.method = req.method;
-  a.path = req.path;
-  a.status = status;
-  a.tenant = tenant;
-  log(a);
+// An error answer (and its access line, with the time since arrival).
+void Server::fail(Call& c, int status, const std::string& message, const std::string& field,
+                  std::vector<std::pair<std::string, std::string>> headers) {
+  json body = error_body(status, message, field);
+  if (!c.task_id.empty()) body["vsynth"] = c.info.vsynth;
+  HttpResponse r = json_response(status, body);
+  r.headers = std::move(headers);
+  c.out->send(std::move(r));
+  c.access.status = status;
+  c.access.ms = ms_since(c.t0);
+  log(c.access);
 }
 
-ResultInfo Server::result_info(const std::string& task_id, const ServedPipeline& p,
-                               const json& record, const std::string& context) const {
+ResultInfo Server::result_info(const Call& c, const Exchange::Snapshot& snap) const {
+  const GenerationFacts& f = snap.facts;
   ResultInfo r;
-  r.id = "cmpl-" + task_id;
-  r.model = p.name();
-  r.created = static_cast<int64_t>(std::time(nullptr));
-  if (const json* c = candidates_of(record)) {
-    r.prompt_tokens = c->value("prompt_tokens", 0);
-    if (c->value("warmed_tokens", -1) >= 0) r.finish = "warmup";
-    const json& list = c->value("candidates", json::array());
-    if (!list.empty()) {
-      r.text = list[0].value("text", "");
-      r.finish = list[0].value("finish", "");
-      r.completion_tokens = list[0].value("tokens", 0);
-    }
-  }
-  const std::string status = record.value("status", "");
+  r.id = "cmpl-" + c.task_id;
+  r.model = c.pipeline->name();
+  r.created = c.info.created ? c.info.created : static_cast<int64_t>(std::time(nullptr));
+  r.text = valid_utf8(f.text);
+  r.finish = f.finish;
+  r.prompt_tokens = f.prompt_tokens;
+  r.completion_tokens = f.completion_tokens;
+  r.cached_tokens = f.cached_tokens;
+  r.prefill_ms = f.prefill_ms;
+  r.decode_ms = f.decode_ms;
+  const std::string status = snap.record.value("status", "");
   if (status == "cancelled") r.finish = "cancelled";
-  r.vsynth = {{"task_id", task_id},
-              {"pipeline", p.name()},
+  r.vsynth = {{"task_id", c.task_id},
+              {"pipeline", c.pipeline->name()},
               {"status", status},
               {"finish", r.finish},
-              {"context", context}};
-  if (record.contains("error")) r.vsynth["error"] = record["error"];
-  if (record.contains("skipped_stages")) r.vsynth["skipped_stages"] = record["skipped_stages"];
+              {"context", c.context}};
+  if (snap.record.contains("error")) r.vsynth["error"] = snap.record["error"];
+  if (snap.record.contains("exit")) r.vsynth["exit"] = snap.record["exit"];
+  if (snap.record.contains("skipped_stages")) {
+    r.vsynth["skipped_stages"] = snap.record["skipped_stages"];
+  }
   return r;
 }
 
-void Server::account(const ResultInfo& info, const json& record) {
+void Server::account(const ResultInfo& info, const GenerationFacts& f) {
   metrics_.finished(info.finish.empty() ? std::string("none") : info.finish);
-  const json* c = candidates_of(record);
-  if (!c) return;
-  const json& list = c->value("candidates", json::array());
-  if (!list.empty()) {
-    metrics_.generated(list[0].value("tokens", 0), list[0].value("tokens_per_s", 0.0));
-    if (const auto sp = list[0].find("speculation"); sp != list[0].end()) {
-      metrics_.drafts(sp->value("drafted", 0), sp->value("accepted", 0));
-    }
-  }
-  if (const auto kv = c->find("kv_pool"); kv != c->end()) {
-    metrics_.kv_pool(kv->value("cached_tokens", 0), kv->value("prompt_tokens", 0));
-  }
+  if (!f.present) return;
+  metrics_.generated(f.completion_tokens, f.tokens_per_s);
+  if (f.drafted > 0) metrics_.drafts(f.drafted, f.accepted);
+  if (f.kv_pool) metrics_.kv_pool(f.cached_tokens, f.prompt_tokens);
 }
 
 void Server::remember(const std::string& fingerprint, const ResultInfo& info) {
@@ -220,301 +311,44 @@ std::optional<ResultInfo> Server::recall(const std::string& fingerprint) const {
   return std::nullopt;
 }
 
-// --- generation endpoints ---
+// --- routing ---
 
-void Server::generate(Endpoint e, const httplib::Request& req, httplib::Response& res) {
+void Server::handle(HttpRequest req, std::shared_ptr<Responder> out) {
+  std::string allow;
+  for (const Route& r : kRoutes) {
+    if (req.path != r.path) continue;
+    if (req.method == r.method) {
+      if (r.endpoint) return generate(*r.endpoint, std::move(req), std::move(out));
+      return get(r.path, req, *out);
+    }
+    allow = r.method;
+  }
+  const int status = allow.empty() ? 404 : 405;
+  HttpResponse res = json_response(
+      status,
+      error_body(status, allow.empty()
+                             ? fmt::format("no endpoint {} {}", req.method, req.path)
+                             : fmt::format("{} takes {}, not {}", req.path, allow, req.method)));
+  if (!allow.empty()) res.headers.emplace_back("Allow", allow);
+  out->send(std::move(res));
+  AccessRecord a;
+  a.method = req.method;
+  a.path = req.path;
+  a.status = status;
+  log(a);
+}
+
+void Server::get(const std::string& path, const HttpRequest& req, Responder& out) {
   const auto t0 = clock::now();
-  // Phase 1: the tenant. Without tenants in the config every key is anonymous (clients such
-  // as the openai package always send one).
-  const std::string key = options_.config.tenants.empty() ? std::string() : api_key(req);
-  const TenantConfig* tenant = admission_.tenant_for(key);
-  if (!tenant) {
-    return answer_error(
-        e, req, res, 401,
-        key.empty() ? "an API key is required (Authorization: Bearer KEY)" : "unknown API key",
-        "Authorization", "");
-  }
-  // Phase 2: the request, its pipeline, its file.
-  ParsedRequest pr;
-  try {
-    pr = parse_request(e, req.body, RequestLimits{tenant->max_tokens});
-  } catch (const RequestError& x) {
-    return answer_error(e, req, res, x.status(), x.what(), x.field(), tenant->name);
-  }
-  ServedPipeline* p = pick(pr.model);
-  if (!p) {
-    std::string names;
-    for (const auto& q : pipelines_) names += (names.empty() ? "" : ", ") + q->name();
-    return answer_error(
-        e, req, res, 404,
-        fmt::format("model `{}` names no served pipeline (served: {})", pr.model, names), "model",
-        tenant->name);
-  }
-  const bool fileless = !p->file_stage().empty() && !pr.has_file;
-  if (fileless && !p->fileless_bypass().error.empty()) {
-    return answer_error(
-        e, req, res, 400,
-        fmt::format("pipeline `{}` reads the file around the cursor (stage {}) and cannot run "
-                    "without it ({}): name the file with `file` (Tabby: `filepath`), or choose "
-                    "a pipeline without context stages with `model`",
-                    p->name(), p->file_stage(), p->fileless_bypass().error),
-        "file", tenant->name);
-  }
-  std::string context;
-  if (p->file_stage().empty()) {
-    context = "none: the pipeline has no context stages";
-  } else if (fileless) {
-    context = fmt::format("skipped: the request names no file (stages {} skipped)",
-                          fmt::join(p->fileless_bypass().stages, ", "));
-  } else {
-    context = "used: stage " + p->file_stage();
-  }
-
-  auto st = std::make_shared<Stream>();
-  st->endpoint = e;
-  st->pipeline = p;
-  st->context = context;
-  st->fingerprint = p->name() + ':' + pr.fingerprint;
-  st->client_id = pr.client_id;
-  st->t0 = st->last_piece = st->last_write = t0;
-  st->deadline = t0 + std::chrono::duration_cast<clock::duration>(
-                          std::chrono::duration<double>(tenant->timeout_s));
-  st->access.method = req.method;
-  st->access.path = req.path;
-  st->access.tenant = tenant->name;
-  st->access.pipeline = p->name();
-  st->access.stream = pr.stream;
-
-  // Phase 3: resume_from continues a result the server still holds; nothing is generated.
-  if (pr.resume) {
-    const std::optional<ResultInfo> held = recall(st->fingerprint);
-    if (!held) {
-      return answer_error(e, req, res, 409,
-                          "resume_from: the server holds no finished result for this request "
-                          "(never finished, cancelled when its stream broke, or evicted): send "
-                          "it again without resume_from",
-                          "resume_from", tenant->name);
-    }
-    if (pr.resume->offset > held->text.size() ||
-        text_checksum(std::string_view(held->text).substr(0, pr.resume->offset)) !=
-            pr.resume->checksum) {
-      return answer_error(e, req, res, 409,
-                          fmt::format("resume_from: the checksum of the first {} bytes does not "
-                                      "match the result held ({} bytes): send the request "
-                                      "again without resume_from",
-                                      pr.resume->offset, held->text.size()),
-                          "resume_from.checksum", tenant->name);
-    }
-    st->ex = std::make_shared<Exchange>();
-    st->info = *held;
-    st->task_id = held->vsynth.value("task_id", "");
-    st->sent = pr.resume->offset;
-    st->ex->on_text(held->text);
-    st->ex->finish({{"status", held->vsynth.value("status", "")}, {"resumed", true}});
-    return stream(st, res);
-  }
-
-  // Phase 4: admission (429 at once when the tenant's queue is full).
-  Admission::Outcome adm =
-      admission_.acquire(*tenant, st->deadline, [this] { return stopping_.load(); });
-  if (!adm.ticket) {
-    if (adm.status == 429) {
-      metrics_.rejected(tenant->name);
-      res.set_header("Retry-After", std::to_string(adm.retry_after));
-    }
-    return answer_error(e, req, res, adm.status, adm.reason, "", tenant->name);
-  }
-  st->ticket = std::move(adm.ticket);
-
-  // Phase 5: the task into the pipeline.
-  st->task_id = fmt::format("req-{}", next_task_.fetch_add(1) + 1);
-  st->access.task_id = st->task_id;
-  st->info.id = "cmpl-" + st->task_id;
-  st->info.model = p->name();
-  st->info.created = static_cast<int64_t>(std::time(nullptr));
-  st->ex = std::make_shared<Exchange>();
-  json data = std::move(pr.task);
-  data["id"] = st->task_id;
-  {
-    std::lock_guard l(mu_);
-    std::erase_if(live_, [](const std::weak_ptr<Exchange>& w) { return w.expired(); });
-    live_.push_back(st->ex);
-  }
-  if (stopping_ || !p->submit(st->task_id, std::move(data), st->ex, fileless)) {
-    return answer_error(e, req, res, 503, "the server is stopping", "", tenant->name);
-  }
-  if (pr.stream) return stream(st, res);
-
-  // Phase 6 (no stream): wait for the record; past the deadline, cancel and say so.
-  Exchange::Snapshot snap = st->ex->wait_done(st->deadline);
-  const bool late = !snap.done;
-  if (late) {
-    st->ex->cancel();  // ends within one decoding step
-    snap = st->ex->wait_done(clock::now() + std::chrono::seconds(30));
-  }
-  st->ticket = Admission::Ticket();
-  const ResultInfo info =
-      snap.done ? result_info(st->task_id, *p, snap.record, context) : ResultInfo{};
-  if (snap.done) account(info, snap.record);
-  st->access.tokens = info.completion_tokens;
-  st->access.finish = info.finish;
-  if (late) {
-    st->access.ms = ms_since(t0);
-    return answer_error(e, req, res, 504,
-                        fmt::format("tenant `{}`: no result within timeout_s {}; the "
-                                    "generation was cancelled",
-                                    tenant->name, tenant->timeout_s),
-                        "", tenant->name);
-  }
-  res.status = 200;  // httplib leaves -1 until the handler returns; the log needs the real one
-  json body;
-  if (e == Endpoint::Tasks) {
-    body = snap.record;
-    if (!st->client_id.empty()) body["id"] = st->client_id;
-    body["task_id"] = st->task_id;
-  } else if (snap.record.value("status", "") == "error") {
-    res.status = 500;
-    body = error_body(500, "the pipeline failed the request: " + snap.record.value("error", ""));
-  } else {
-    body = completion_body(e, info);
-    remember(st->fingerprint, info);
-  }
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-  metrics_.request_time(ms_since(t0) / 1000.0);
-  st->access.status = res.status;
-  st->access.ms = ms_since(t0);
-  log(st->access);
-}
-
-void Server::stream(std::shared_ptr<Stream> st, httplib::Response& res) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, st](std::size_t, httplib::DataSink& sink) { return pump(*st, sink); },
-      [this, st](bool ok) {
-        if (ok || st->finished) return;
-        // The client left mid-stream: stop its generation, account for it when it ends.
-        st->finished = true;
-        st->ticket = Admission::Ticket();
-        st->ex->cancel();
-        st->ex->on_finish([this, st](const json& record) {
-          const ResultInfo info = result_info(st->task_id, *st->pipeline, record, st->context);
-          account(info, record);
-          st->access.status = 499;  // nginx's "client closed request"
-          st->access.tokens = info.completion_tokens;
-          st->access.finish = info.finish;
-          st->access.ms = ms_since(st->t0);
-          log(st->access);
-        });
-      });
-}
-
-bool Server::pump(Stream& st, httplib::DataSink& sink) {
-  const auto now = clock::now();
-  if (now >= st.deadline) st.ex->cancel();  // the final piece comes once the loop stops
-  const Exchange::Snapshot snap = st.ex->wait(
-      st.sent, st.events, st.retracted,
-      std::min(now + std::chrono::milliseconds(250), st.deadline + std::chrono::seconds(30)));
-  std::string out;
-  // Phase: stage events (/v1/tasks only).
-  if (st.endpoint == Endpoint::Tasks) {
-    for (std::size_t i = st.events; i < snap.events.size(); ++i) {
-      json ev = snap.events[i];
-      ev["event"] = "stage_" + ev["event"].get<std::string>();
-      out += sse(ev);
-    }
-  }
-  st.events = snap.events.size();
-  // Phase: a hook's rollback made shown text void.
-  if (snap.retracted != st.retracted) {
-    const std::size_t bytes = snap.retracted - st.retracted;
-    st.retracted = snap.retracted;
-    st.sent = std::min(st.sent, snap.text.size());
-    out += sse(st.endpoint == Endpoint::Tasks ? json{{"event", "retract"}, {"bytes", bytes}}
-                                              : json{{"vsynth", {{"retract", bytes}}}});
-  }
-  // Phase: new text.
-  if (snap.text.size() > st.sent) {
-    const std::string_view delta = std::string_view(snap.text).substr(st.sent);
-    const auto t = clock::now();
-    if (st.sent == 0) {
-      metrics_.ttft(std::chrono::duration<double>(t - st.t0).count());
-    } else {
-      metrics_.inter_token(std::chrono::duration<double>(t - st.last_piece).count());
-    }
-    st.last_piece = t;
-    out += sse(st.endpoint == Endpoint::Tasks ? json{{"event", "text"}, {"text", delta}}
-                                              : chunk_body(st.endpoint, st.info, delta, ""));
-    st.sent = snap.text.size();
-  }
-  if (snap.done) out += final_piece(st, snap.record);
-  if (out.empty() && clock::now() - st.last_write > std::chrono::seconds(1)) {
-    out = ": keep-alive\n\n";  // an SSE comment: finds a client that left while nothing streams
-  }
-  if (!out.empty()) {
-    if (!sink.write(out.data(), out.size())) return false;
-    st.last_write = clock::now();
-  }
-  if (snap.done) {
-    log(st.access);
-    sink.done();
-  }
-  return true;
-}
-
-std::string Server::final_piece(Stream& st, const json& record) {
-  st.finished = true;
-  st.ticket = Admission::Ticket();
-  const bool resumed = record.value("resumed", false);
-  if (!resumed) {
-    st.info = result_info(st.task_id, *st.pipeline, record, st.context);
-    account(st.info, record);
-    if (record.value("status", "") != "error") remember(st.fingerprint, st.info);
-  }
-  metrics_.request_time(ms_since(st.t0) / 1000.0);
-  st.access.status = 200;
-  st.access.tokens = st.info.completion_tokens;
-  st.access.finish = st.info.finish;
-  st.access.ms = ms_since(st.t0);
-  std::string out;
-  if (st.endpoint == Endpoint::Tasks) {
-    json r = record;
-    if (!st.client_id.empty()) r["id"] = st.client_id;
-    r["task_id"] = st.task_id;
-    out += sse({{"event", "result"}, {"record", r}});
-  } else {
-    out +=
-        sse(chunk_body(st.endpoint, st.info, "", st.info.finish.empty() ? "stop" : st.info.finish));
-  }
-  if (!llama_style(st.endpoint)) out += kSseDone;
-  return out;
-}
-
-// --- routes ---
-
-void Server::routes() {
-  using httplib::Request;
-  using httplib::Response;
-  const auto post = [this](const char* path, Endpoint e) {
-    http_->Post(path, [this, e](const Request& req, Response& res) { generate(e, req, res); });
-  };
-  post("/v1/completions", Endpoint::Completions);
-  post("/v1/chat/completions", Endpoint::Chat);
-  post("/infill", Endpoint::Infill);
-  post("/completion", Endpoint::Completion);
-  post("/v1/tasks", Endpoint::Tasks);
-
-  http_->Get("/v1/models", [this](const Request& req, Response& res) {
+  HttpResponse res;
+  if (path == "/v1/models") {
     json data = json::array();
     for (const auto& p : pipelines_) {
       data.push_back(
           {{"id", p->name()}, {"object", "model"}, {"created", 0}, {"owned_by", "vsynth"}});
     }
-    res.set_content(json{{"object", "list"}, {"data", data}}.dump(), "application/json");
-    log({req.method, req.path, "", "", "", "", 200});
-  });
-  http_->Get("/health", [this](const Request& req, Response& res) {
+    res = json_response(200, json{{"object", "list"}, {"data", data}});
+  } else if (path == "/health") {
     bool ready = !stopping_;
     json list = json::array();
     for (const auto& p : pipelines_) {
@@ -528,56 +362,404 @@ void Server::routes() {
       list.push_back(std::move(j));
     }
     const json& first = list[0];
-    res.status = ready ? 200 : 503;
-    res.set_content(json{{"status", ready ? "ok" : "unavailable"},
-                         {"ready", ready},
-                         {"model", first["model"]},
-                         {"device", first["device"]},
-                         {"build", "vsynth " VSYNTH_VERSION},
-                         {"pipelines", list}}
-                        .dump(),
-                    "application/json");
-    log({req.method, req.path, "", "", "", "", res.status});
-  });
-  http_->Get("/metrics", [this](const Request& req, Response& res) {
+    res = json_response(ready ? 200 : 503, json{{"status", ready ? "ok" : "unavailable"},
+                                                {"ready", ready},
+                                                {"model", first["model"]},
+                                                {"device", first["device"]},
+                                                {"build", "vsynth " VSYNTH_VERSION},
+                                                {"pipelines", list}});
+  } else {
     const Admission::Load l = admission_.load();
     std::vector<PipelineResources> resources;
     for (const auto& p : pipelines_) resources.push_back({p->name(), p->resource_counters()});
-    res.set_content(
-        metrics_.render({l.running, l.waiting, l.waiting_by_tenant}) + render_resources(resources),
-        "text/plain; version=0.0.4");
-    log({req.method, req.path, "", "", "", "", 200});
-  });
+    res.content_type = "text/plain; version=0.0.4";
+    res.body =
+        metrics_.render({l.running, l.waiting, l.waiting_by_tenant}) + render_resources(resources);
+  }
+  const int status = res.status;
+  out.send(std::move(res));
+  AccessRecord a;
+  a.method = req.method;
+  a.path = req.path;
+  a.status = status;
+  a.ms = ms_since(t0);
+  log(a);
+}
 
-  // Errors httplib answers itself (no route, body over the limit, a bad request line) get the
-  // same JSON error body as ours; ours already have a body and pass through.
-  http_->set_error_handler([this](const Request& req, Response& res) {
-    if (!res.body.empty()) return;
-    std::string message, field;
-    if (res.status == 413) {
-      message = fmt::format("the body is over {} bytes (server.max_body_bytes)",
-                            options_.config.max_body_bytes);
-      field = "body";
-    } else if (res.status == 404) {
-      message = fmt::format("no endpoint {} {}", req.method, req.path);
+// --- generation: authenticate, parse, resume (io thread); admit, submit, await (worker) ---
+
+void Server::generate(Endpoint e, HttpRequest req, std::shared_ptr<Responder> out) {
+  auto c = std::make_shared<Call>();
+  c->endpoint = e;
+  c->out = std::move(out);
+  c->t0 = c->last_piece = c->last_write = clock::now();
+  c->access.method = req.method;
+  c->access.path = req.path;
+  if (!authenticate(*c, req) || !parse(*c, req) || resume(*c)) return;
+  supersede(c, req);
+  // The client leaving cancels the request wherever it is (waiting, queued, decoding).
+  c->out->on_gone([ex = c->ex] { ex->cancel(); });
+  post_work([this, c] { run(c); });
+}
+
+// Phase: the tenant. Without tenants in the config every key is anonymous (clients such as
+// the openai package always send one).
+bool Server::authenticate(Call& c, const HttpRequest& req) {
+  const std::string key = options_.config.tenants.empty() ? std::string() : api_key(req);
+  c.tenant = admission_.tenant_for(key);
+  if (c.tenant) {
+    c.access.tenant = c.tenant->name;
+    c.deadline = c.t0 + std::chrono::duration_cast<clock::duration>(
+                            std::chrono::duration<double>(c.tenant->timeout_s));
+    return true;
+  }
+  fail(c, 401,
+       key.empty() ? "an API key is required (Authorization: Bearer KEY)" : "unknown API key",
+       "Authorization");
+  return false;
+}
+
+// Phase: the body into a task, its pipeline, whether its file-reading stages run.
+bool Server::parse(Call& c, const HttpRequest& req) {
+  try {
+    c.pr = parse_request(c.endpoint, req.body, RequestLimits{c.tenant->max_tokens});
+  } catch (const RequestError& x) {
+    fail(c, x.status(), x.what(), x.field());
+    return false;
+  }
+  c.endpoint = c.pr.endpoint;  // Tabby's body on /v1/completions
+  ServedPipeline* p = pick(c.pr.model);
+  if (!p) {
+    std::string names;
+    for (const auto& q : pipelines_) names += (names.empty() ? "" : ", ") + q->name();
+    fail(c, 404, fmt::format("model `{}` names no served pipeline (served: {})", c.pr.model, names),
+         "model");
+    return false;
+  }
+  c.pipeline = p;
+  c.access.pipeline = p->name();
+  c.access.stream = c.pr.stream;
+  c.fingerprint = p->name() + ':' + c.pr.fingerprint;
+  c.fileless = !p->file_stage().empty() && !c.pr.has_cursor;
+  if (c.fileless && !p->fileless_bypass().error.empty()) {
+    fail(c, 400,
+         fmt::format("pipeline `{}` reads the file around the cursor (stage {}) and cannot run "
+                     "without one ({}): send a prompt with a cursor (a completion or a task "
+                     "with `source`), or choose a pipeline without context stages with `model`",
+                     p->name(), p->file_stage(), p->fileless_bypass().error),
+         "model");
+    return false;
+  }
+  if (p->file_stage().empty()) {
+    c.context = "none: the pipeline has no context stages";
+  } else if (c.fileless) {
+    c.context = fmt::format("skipped: the request has no file around a cursor (stages {} skipped)",
+                            fmt::join(p->fileless_bypass().stages, ", "));
+  } else {
+    c.context = "used: stage " + p->file_stage();
+  }
+  c.info.model = p->name();
+  c.info.created = static_cast<int64_t>(std::time(nullptr));
+  return true;
+}
+
+// Phase: resume_from continues a result the server still holds; nothing is generated. True
+// when it answered.
+bool Server::resume(Call& c) {
+  if (!c.pr.resume) return false;
+  const std::optional<ResultInfo> held = recall(c.fingerprint);
+  if (!held) {
+    fail(c, 409,
+         "resume_from: the server holds no finished result for this request (never finished, "
+         "cancelled when its stream broke, or evicted): send it again without resume_from",
+         "resume_from");
+    return true;
+  }
+  if (c.pr.resume->offset > held->text.size() ||
+      text_checksum(std::string_view(held->text).substr(0, c.pr.resume->offset)) !=
+          c.pr.resume->checksum) {
+    fail(c, 409,
+         fmt::format("resume_from: the checksum of the first {} bytes does not match the result "
+                     "held ({} bytes): send the request again without resume_from",
+                     c.pr.resume->offset, held->text.size()),
+         "resume_from.checksum");
+    return true;
+  }
+  c.info = *held;
+  const std::string_view rest = std::string_view(held->text).substr(c.pr.resume->offset);
+  std::string body;
+  if (!rest.empty()) body += sse(chunk_body(c.endpoint, c.info, rest, ""));
+  body += sse(chunk_body(c.endpoint, c.info, "", held->finish.empty() ? "stop" : held->finish));
+  if (!llama_style(c.endpoint)) body += kSseDone;
+  HttpResponse r;
+  r.content_type = "text/event-stream";
+  r.headers = {{"Cache-Control", "no-cache"}};
+  r.body = std::move(body);
+  c.out->send(std::move(r));
+  c.access.status = 200;
+  c.access.tokens = held->completion_tokens;
+  c.access.finish = held->finish;
+  c.access.ms = ms_since(c.t0);
+  log(c.access);
+  return true;
+}
+
+// Phase: a client's new request on a slot cancels its earlier one still there (the editor typed
+// on). The client is its API key, else X-Client-Id; without either nothing is superseded.
+void Server::supersede(const std::shared_ptr<Call>& c, const HttpRequest& req) {
+  if (!c->pr.id_slot) return;
+  std::string client = api_key(req);
+  if (client.empty()) {
+    const std::string id = req.header("X-Client-Id");
+    if (id.empty()) return;
+    client = "id:" + id;
+  } else {
+    client = "key:" + client;
+  }
+  const std::string slot = client + '\n' + std::to_string(*c->pr.id_slot);
+  std::shared_ptr<Call> old;
+  {
+    std::lock_guard l(mu_);
+    old = slots_[slot].lock();
+    slots_[slot] = c;
+    std::erase_if(slots_, [](const auto& kv) { return kv.second.expired(); });
+  }
+  if (old) {
+    old->superseded = true;
+    old->ex->cancel();
+  }
+}
+
+void Server::run(const std::shared_ptr<Call>& c) {
+  if (!admit(*c)) return;
+  if (!submit(*c)) return;
+  if (c->pr.stream) return stream(c);
+  await(*c);
+}
+
+// Phase: a running slot (429 at once when the tenant's queue is full).
+bool Server::admit(Call& c) {
+  Admission::Outcome adm = admission_.acquire(*c.tenant, c.deadline, [&c, this] {
+    return stopping_.load() || c.out->gone() || c.superseded.load();
+  });
+  if (adm.ticket) {
+    c.ticket = std::move(adm.ticket);
+    return true;
+  }
+  if (c.out->gone()) {
+    c.access.status = 499;  // nginx's "client closed request"
+    c.access.finish = "cancelled";
+    c.access.ms = ms_since(c.t0);
+    log(c.access);
+    return false;
+  }
+  if (c.superseded) {
+    fail(c, 409, "superseded by a newer request of the same client on this id_slot", "id_slot");
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (adm.status == 429) {
+    metrics_.rejected(c.tenant->name);
+    headers.emplace_back("Retry-After", std::to_string(adm.retry_after));
+  }
+  fail(c, adm.status, adm.reason, "", std::move(headers));
+  return false;
+}
+
+// Phase: the task into the pipeline.
+bool Server::submit(Call& c) {
+  c.task_id = fmt::format("req-{}", next_task_.fetch_add(1) + 1);
+  c.access.task_id = c.task_id;
+  c.info.id = "cmpl-" + c.task_id;
+  c.info.vsynth = {{"task_id", c.task_id}, {"pipeline", c.pipeline->name()}};
+  json data = std::move(c.pr.task);
+  data["id"] = c.task_id;
+  {
+    std::lock_guard l(mu_);
+    std::erase_if(live_, [](const std::weak_ptr<Exchange>& w) { return w.expired(); });
+    live_.push_back(c.ex);
+  }
+  if (stopping_ || !c.pipeline->submit(c.task_id, std::move(data), c.ex, c.fileless)) {
+    fail(c, 503, "the server is stopping", "");
+    return false;
+  }
+  return true;
+}
+
+// Phase (no stream): wait for the result; past the deadline, cancel and say so.
+void Server::await(Call& c) {
+  Exchange::Snapshot snap = c.ex->wait_done(c.deadline);
+  const bool late = !snap.done;
+  if (late) {
+    c.ex->cancel();  // ends within one decoding step
+    snap = c.ex->wait_done(clock::now() + std::chrono::seconds(30));
+  }
+  c.ticket = Admission::Ticket();
+  if (!snap.done) {  // the pipeline never gave the task back
+    fail(c, 500, "the pipeline did not finish the cancelled request within 30 s", "");
+    return;
+  }
+  const ResultInfo info = result_info(c, snap);
+  c.info = info;
+  account(info, snap.facts);
+  c.access.tokens = info.completion_tokens;
+  c.access.finish = info.finish;
+  const std::string status = snap.record.value("status", "");
+  if (c.out->gone()) {
+    c.access.status = 499;
+    c.access.ms = ms_since(c.t0);
+    log(c.access);
+    return;
+  }
+  if (c.superseded) {
+    return fail(c, 409, "superseded by a newer request of the same client on this id_slot",
+                "id_slot");
+  }
+  if (late) {
+    return fail(c, 504,
+                fmt::format("tenant `{}`: no result within timeout_s {}; the generation was "
+                            "cancelled",
+                            c.tenant->name, c.tenant->timeout_s),
+                "");
+  }
+  if (status == "error") {
+    return fail(c, 500,
+                "the pipeline failed the request: " + snap.record.value("error", std::string()),
+                "");
+  }
+  if (status == "cancelled") return fail(c, 503, "the server is stopping", "");
+  json body;
+  if (c.endpoint == Endpoint::Tasks) {
+    body = snap.record;
+    if (!c.pr.client_id.empty()) body["id"] = c.pr.client_id;
+    body["task_id"] = c.task_id;
+  } else {
+    body = completion_body(c.endpoint, info);
+    if (llama_style(c.endpoint) && !c.pr.response_fields.empty()) {
+      body = select_fields(body, c.pr.response_fields);
+    }
+    remember(c.fingerprint, info);
+  }
+  metrics_.request_time(ms_since(c.t0) / 1000.0);
+  c.out->send(json_response(200, body));
+  c.access.status = 200;
+  c.access.ms = ms_since(c.t0);
+  log(c.access);
+}
+
+// Phase (stream): SSE pieces as the text grows; the end, or an error event then the end.
+void Server::stream(const std::shared_ptr<Call>& c) {
+  HttpResponse head;
+  head.content_type = "text/event-stream";
+  head.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  bool ok = c->out->begin_stream(std::move(head));
+  while (ok) {
+    const auto now = clock::now();
+    if (now >= c->deadline) c->ex->cancel();  // the final piece comes once the loop stops
+    const Exchange::Snapshot snap = c->ex->wait(
+        c->sent, c->events, c->retracted,
+        std::min(now + std::chrono::milliseconds(250), c->deadline + std::chrono::seconds(30)));
+    std::string piece = pump(*c, snap);
+    if (snap.done) piece += final_piece(*c, snap);
+    if (piece.empty() && clock::now() - c->last_write > std::chrono::seconds(1)) {
+      piece = ": keep-alive\n\n";  // an SSE comment: finds a client that left while idle
+    }
+    if (!piece.empty()) {
+      ok = c->out->write(piece);
+      c->last_write = clock::now();
+    }
+    if (ok && snap.done) {
+      c->out->end();
+      log(c->access);
+      return;
+    }
+  }
+  // The client left mid-stream: stop its generation, account for it when it ends.
+  c->ticket = Admission::Ticket();
+  c->ex->cancel();
+  if (c->finished) {
+    c->access.status = 499;
+    c->access.ms = ms_since(c->t0);
+    return log(c->access);
+  }
+  c->ex->on_finish([this, c](const Exchange::Snapshot& snap) {
+    const ResultInfo info = result_info(*c, snap);
+    account(info, snap.facts);
+    c->access.status = 499;
+    c->access.tokens = info.completion_tokens;
+    c->access.finish = info.finish;
+    c->access.ms = ms_since(c->t0);
+    log(c->access);
+  });
+}
+
+std::string Server::pump(Call& c, const Exchange::Snapshot& snap) {
+  std::string out;
+  // Stage events (/v1/tasks only).
+  if (c.endpoint == Endpoint::Tasks) {
+    for (std::size_t i = c.events; i < snap.events.size(); ++i) {
+      json ev = snap.events[i];
+      ev["event"] = "stage_" + ev["event"].get<std::string>();
+      out += sse(ev);
+    }
+  }
+  c.events = snap.events.size();
+  // A hook's rollback made shown text void.
+  if (snap.retracted != c.retracted) {
+    const std::size_t bytes = snap.retracted - c.retracted;
+    c.retracted = snap.retracted;
+    c.sent = std::min(c.sent, snap.text.size());
+    out += sse(c.endpoint == Endpoint::Tasks ? json{{"event", "retract"}, {"bytes", bytes}}
+                                             : json{{"vsynth", {{"retract", bytes}}}});
+  }
+  // New text.
+  if (snap.text.size() > c.sent) {
+    const std::string delta = valid_utf8(std::string_view(snap.text).substr(c.sent));
+    const auto t = clock::now();
+    if (c.sent == 0) {
+      metrics_.ttft(std::chrono::duration<double>(t - c.t0).count());
     } else {
-      message = fmt::format("HTTP {}", res.status);
+      metrics_.inter_token(std::chrono::duration<double>(t - c.last_piece).count());
     }
-    res.set_content(error_body(res.status, message, field).dump(), "application/json");
-    log({req.method, req.path, "", "", "", "", res.status});
-  });
-  http_->set_exception_handler([this](const Request& req, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& x) {
-      what = x.what();
-    } catch (...) {
-    }
-    res.status = 500;
-    res.set_content(error_body(500, what).dump(), "application/json");
-    log({req.method, req.path, "", "", "", "", 500});
-  });
+    c.last_piece = t;
+    out += sse(c.endpoint == Endpoint::Tasks ? json{{"event", "text"}, {"text", delta}}
+                                             : chunk_body(c.endpoint, c.info, delta, ""));
+    c.sent = snap.text.size();
+  }
+  return out;
+}
+
+std::string Server::final_piece(Call& c, const Exchange::Snapshot& snap) {
+  c.finished = true;
+  c.ticket = Admission::Ticket();
+  c.info = result_info(c, snap);
+  account(c.info, snap.facts);
+  const std::string status = snap.record.value("status", "");
+  const bool failed = status == "error";
+  if (!failed) remember(c.fingerprint, c.info);
+  metrics_.request_time(ms_since(c.t0) / 1000.0);
+  // The head said 200 before the end was known; the access log and /metrics say what it was.
+  c.access.status = failed ? 500 : c.superseded ? 409 : 200;
+  c.access.tokens = c.info.completion_tokens;
+  c.access.finish = c.info.finish;
+  c.access.ms = ms_since(c.t0);
+  std::string out;
+  if (failed) {
+    json err = error_body(
+        500, "the pipeline failed the request: " + snap.record.value("error", std::string()));
+    err["vsynth"] = c.info.vsynth;
+    out += c.endpoint == Endpoint::Tasks ? sse({{"event", "error"}, {"error", err["error"]}})
+                                         : sse(err);
+  } else if (c.endpoint == Endpoint::Tasks) {
+    json r = snap.record;
+    if (!c.pr.client_id.empty()) r["id"] = c.pr.client_id;
+    r["task_id"] = c.task_id;
+    out += sse({{"event", "result"}, {"record", r}});
+  } else {
+    out += sse(chunk_body(c.endpoint, c.info, "", c.info.finish.empty() ? "stop" : c.info.finish));
+  }
+  if (!llama_style(c.endpoint)) out += kSseDone;
+  return out;
 }
 
 }  // namespace vsynth::serve

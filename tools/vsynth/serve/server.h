@@ -1,5 +1,7 @@
-// vsynth serve: the HTTP server (cpp-httplib): routes, authentication, admission, the
-// request's life from body to answer, streaming, resume_from, the access log.
+// vsynth serve: the server: routes, authentication, admission, a request's life from body to
+// answer in named phases, streaming, resume_from, disconnects and supersedes, the access log.
+// The sockets are http_server.h's (Boost.Beast on Asio); the requests' blocking phases
+// (waiting for a slot, for the result, writing a stream) run on a pool of worker threads.
 //
 //   POST /v1/completions, /v1/chat/completions   OpenAI-compatible (SSE with data: [DONE])
 //   POST /infill, /completion                    llama.cpp-server-compatible
@@ -11,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -28,13 +31,6 @@
 #include "tools/vsynth/serve/metrics.h"
 #include "tools/vsynth/serve/responses.h"
 #include "tools/vsynth/serve/served_pipeline.h"
-
-namespace httplib {
-class DataSink;
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace vsynth::serve {
 
@@ -58,6 +54,11 @@ struct ServerOptions {
   std::function<void(const AccessRecord&)> on_access;
 };
 
+class HttpServer;
+class Responder;
+struct HttpRequest;
+struct HttpResponse;
+
 class Server {
  public:
   // Loads and builds every pipeline (models included). Throws std::runtime_error (or
@@ -77,21 +78,29 @@ class Server {
   int port() const { return port_; }
 
  private:
-  struct Stream;
-  void routes();
-  void generate(Endpoint e, const httplib::Request& req, httplib::Response& res);
-  void stream(std::shared_ptr<Stream> st, httplib::Response& res);
-  // One turn of a stream: waits a little for news, writes it; false when the client is gone.
-  bool pump(Stream& st, httplib::DataSink& sink);
-  std::string final_piece(Stream& st, const nlohmann::json& record);
-  void answer_error(Endpoint e, const httplib::Request& req, httplib::Response& res, int status,
-                    const std::string& message, const std::string& field,
-                    const std::string& tenant);
+  struct Call;
+  void handle(HttpRequest req, std::shared_ptr<Responder> out);
+  void get(const std::string& path, const HttpRequest& req, Responder& out);
+  // generate's phases, in order: the first four on the io thread, the rest on a worker.
+  void generate(Endpoint e, HttpRequest req, std::shared_ptr<Responder> out);
+  bool authenticate(Call& c, const HttpRequest& req);
+  bool parse(Call& c, const HttpRequest& req);
+  bool resume(Call& c);
+  void supersede(const std::shared_ptr<Call>& c, const HttpRequest& req);
+  void run(const std::shared_ptr<Call>& c);  // worker: admit, submit, await
+  bool admit(Call& c);
+  bool submit(Call& c);
+  void await(Call& c);
+  void stream(const std::shared_ptr<Call>& c);
+  std::string pump(Call& c, const Exchange::Snapshot& snap);
+  std::string final_piece(Call& c, const Exchange::Snapshot& snap);
+  void fail(Call& c, int status, const std::string& message, const std::string& field,
+            std::vector<std::pair<std::string, std::string>> headers = {});
   void log(const AccessRecord& r);
-  ResultInfo result_info(const std::string& task_id, const ServedPipeline& p,
-                         const nlohmann::json& record, const std::string& context) const;
-  void account(const ResultInfo& info, const nlohmann::json& record);
+  ResultInfo result_info(const Call& c, const Exchange::Snapshot& snap) const;
+  void account(const ResultInfo& info, const GenerationFacts& f);
   ServedPipeline* pick(const std::string& model) const;
+  void post_work(std::function<void()> fn);
 
   // resume_from: finished results by request fingerprint, the newest `recent_results`.
   void remember(const std::string& fingerprint, const ResultInfo& info);
@@ -101,15 +110,24 @@ class Server {
   std::vector<std::unique_ptr<ServedPipeline>> pipelines_;
   Admission admission_;
   ServeMetrics metrics_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread listener_;
   int port_ = 0;
   std::atomic<uint64_t> next_task_{0};
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
   std::vector<std::weak_ptr<Exchange>> live_;  // requests in flight (cancelled on stop)
   std::deque<std::pair<std::string, ResultInfo>> recent_;
+  std::map<std::string, std::weak_ptr<Call>> slots_;  // "client\nslot" -> its newest request
   std::mutex log_mu_;
+  // Workers: the requests' blocking phases. Their number covers every request the tenants may
+  // hold at once (running + queued), so a 429 never waits for a worker.
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  std::deque<std::function<void()>> work_;
+  bool work_closed_ = false;
+  std::vector<std::thread> workers_;
+  std::unique_ptr<HttpServer> http_;  // last: its connections go before the rest
+  std::mutex stop_mu_;
+  bool stopped_ = false;
 };
 
 }  // namespace vsynth::serve

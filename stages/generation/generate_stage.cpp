@@ -45,6 +45,8 @@ GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,
       }) {
   settings_.decode.sampler.validate();
   settings_.prompt.chat_model = model_->chat_tuned();
+  const std::optional<FimFormat> fim = fim_format(model_->model().tokenizer(), settings_.gguf_fim);
+  settings_.prompt.pack_files = fim && fim->sep != kernels::kNoToken;
   const int32_t ctx = model_->model().options().context_length;
   if (ctx > 0 && settings_.decode.max_new_tokens >= ctx) {
     throw std::invalid_argument(

@@ -269,7 +269,7 @@ PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s
   } else if (const nlohmann::json* path = field(item, "path")) {
     p.path = path->get<std::string>();
   }
-  if (has_cursor) {
+  if (has_cursor && s.pack_files) {
     try {
       p.files = facets::task_file_texts(item, nlohmann::json::json_pointer("/files"));
     } catch (const std::invalid_argument&) {

@@ -82,6 +82,9 @@ struct PromptSettings {
   std::size_t feedback_max_messages = 2;     // the most recent ones
   std::string suffix_without_fim = "above";  // above | drop
   std::string fim_order = "auto";            // auto (the family's: psm) | psm | spm
+  // Gather the task's /files for repository-level FIM packing: only worth copying when the
+  // vocabulary has a file separator (generate.llm sets it from fim_format).
+  bool pack_files = true;
 };
 
 // What the item offers, gathered once per attempt.

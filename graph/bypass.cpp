@@ -12,11 +12,15 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-// Does a stage that still runs provide `facet`?
+// Does a stage that still runs, other than stage `self`, provide `facet`? A stage is never its
+// own provider: one that requires and provides a facet (context.dedup rewrites
+// `context_units`) needs someone else to have made it first.
 bool provided_by_running(const ValidatedPipeline& p, const std::vector<bool>& skipped,
-                         const std::string& facet) {
+                         std::size_t self, const std::string& facet) {
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
-    if (!skipped[i] && contains(p.stages[i].kind->contract.provides_facets, facet)) return true;
+    if (i != self && !skipped[i] && contains(p.stages[i].kind->contract.provides_facets, facet)) {
+      return true;
+    }
   }
   return false;
 }
@@ -39,7 +43,7 @@ BypassPlan bypass_closure(const ValidatedPipeline& p, const std::vector<std::str
     for (std::size_t i = 0; i < n; ++i) {
       if (skipped[i]) continue;
       for (const auto& f : p.stages[i].kind->contract.requires_facets) {
-        if (!provided_by_running(p, skipped, f)) {
+        if (!provided_by_running(p, skipped, i, f)) {
           skipped[i] = grew = true;
           break;
         }

@@ -15,7 +15,8 @@ struct BypassPlan {
   std::string error;                // why the roots cannot be skipped, else empty
 };
 
-// The roots, plus every stage that requires a facet which no stage left to run provides.
+// The roots, plus every stage that requires a facet which no other stage left to run provides
+// (a stage that requires and provides the same facet does not count as its own provider).
 // Refused (error) when a root names no stage, or when a stage to skip has a failure port as
 // its default port (skipping it would pass as success what the stage may fail).
 BypassPlan bypass_closure(const ValidatedPipeline& pipeline, const std::vector<std::string>& roots);

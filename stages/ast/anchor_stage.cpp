@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "stages/ast/error.h"
+#include "stages/ast/language_guess.h"
+#include "stages/facets/task_file.h"
 
 namespace vsynth::stages::ast {
 
@@ -91,15 +93,64 @@ AnchorStage::AnchorStage(const graph::StageContext& ctx)
   }
 }
 
+namespace {
+
+// The file names in the task's /files (the entries that have one; context.deps reports any
+// malformed entry).
+std::vector<std::string> listed_paths(const nlohmann::json& data) {
+  std::vector<std::string> out;
+  const auto it = data.find("files");
+  if (it == data.end() || !it->is_array()) return out;
+  for (const nlohmann::json& f : *it) {
+    if (f.is_object() && f.contains("path") && f["path"].is_string()) {
+      out.push_back(f["path"].get<std::string>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 graph::Port AnchorStage::process(graph::Item& item) {
   const nlohmann::json& data = item.task().data;
-  std::string path = string_field(item, path_);
+  auto& tf = item.emplace<facets::TaskFileFacet>();
+  std::string path;
   const Language* language = nullptr;
-  if (const nlohmann::json* l = lookup(data, language_); l && !l->is_null()) {
-    language = &Language::named(string_field(item, language_));
+  const nlohmann::json* l = lookup(data, language_);
+  if (const nlohmann::json* p = lookup(data, path_); p && !p->is_null()) {
+    path = string_field(item, path_);
+    if (l && !l->is_null()) {
+      language = &Language::named(string_field(item, language_));
+      tf.language_from = "task";
+    } else {
+      language = &Language::for_path(path);
+      tf.language_from = "path";
+    }
   } else {
-    language = &Language::for_path(path);
+    // No file name (an editor's request): the language from the task, the other files' names
+    // or the text; none of them: an anonymous buffer the context stages pass on untouched.
+    tf.named = false;
+    if (l && l->is_string()) {
+      language = language_for_name(l->get_ref<const std::string&>());
+      tf.language_from = "task";
+    }
+    if (!language) {
+      language = language_from_paths(listed_paths(data));
+      tf.language_from = "files";
+    }
+    if (!language) {
+      language = detect_language(string_field(item, source_));
+      tf.language_from = "text";
+    }
+    if (!language) {
+      tf.language_from = "none";
+      tf.path = "untitled";
+      return ok_;
+    }
+    path = "untitled" + std::string(language->extensions().front());
   }
+  tf.path = path;
+  tf.language = std::string(language->name());
 
   const nlohmann::json* c = lookup(data, cursor_);
   if (!c || !c->is_object()) {
@@ -140,12 +191,17 @@ graph::Contract anchor_contract() {
       "function/class, scopes, imports, nearby identifiers";
   // One parser per request; the parse cache is the only shared state and locks itself.
   c.concurrency = graph::Concurrency::unlimited();
-  c.provides_facets = {std::string(AnchorFacet::kName)};
+  // task_file: which file the cursor is in and how its language was chosen; an anonymous
+  // buffer (no name, no language found) gets it without an anchor (stages/facets/task_file.h).
+  c.provides_facets = {std::string(AnchorFacet::kName), std::string(facets::TaskFileFacet::kName)};
   c.reads_task_file = true;
   c.ports = {{"ok", "the cursor was located (the file may still hold syntax errors)", false}};
   c.params = {
       graph::P::pointer("path_field", "/path",
-                        "JSON pointer to the file name; its extension picks the language"),
+                        "JSON pointer to the file name; its extension picks the language. A task "
+                        "without one (an editor's request) is `untitled.<ext>`, its language from "
+                        "/language, else the names in /files, else the text; none found: an "
+                        "anonymous buffer (no anchor; the context stages pass it on)"),
       graph::P::pointer("source_field", "/source", "JSON pointer to the file's text"),
       graph::P::pointer("cursor_field", "/cursor",
                         "JSON pointer to {line, column} (see cursor_base) or {offset} (0-based "

@@ -5,6 +5,7 @@
 #include "stages/context/candidates.h"
 #include "stages/context/error.h"
 #include "stages/context/stage_util.h"
+#include "stages/facets/task_file.h"
 
 namespace vsynth::stages::context {
 
@@ -17,37 +18,17 @@ DepsStage::DepsStage(const graph::StageContext& ctx)
       ok_(ctx.port("ok")),
       cache_(static_cast<std::size_t>(ctx.params.integer("cache_mb")) << 20) {}
 
-void DepsStage::index_task_files(const graph::Item& item, const CandidatesFacet& c,
-                                 ProjectIndex& index) {
-  const nlohmann::json* files = lookup(item.task().data, files_);
-  if (files && !files->is_null()) {
-    if (!files->is_array()) {
-      throw ContextError(
-          fmt::format("task `{}`: field {} must be a list of "
-                      "{{\"path\", \"source\"}} (got {})",
-                      item.id(), files_.to_string(), files->type_name()));
-    }
-    for (std::size_t i = 0; i < files->size(); ++i) {
-      const nlohmann::json& f = (*files)[i];
-      if (!f.is_object() || !f.contains("path") || !f["path"].is_string() ||
-          !f.contains("source") || !f["source"].is_string()) {
-        throw ContextError(
-            fmt::format("task `{}`: field {}/{} must be {{\"path\": string, \"source\": "
-                        "string}} (got {})",
-                        item.id(), files_.to_string(), i, f.dump().substr(0, 120)));
-      }
-      const std::string& path = f["path"].get_ref<const std::string&>();
-      if (!index.find(path) && index.size() >= max_files_) {
-        throw ContextError(
-            fmt::format("task `{}`: field {} holds more than {} files, the "
-                        "stage's max_files; raise it or "
-                        "send fewer (file {}/{}: {})",
-                        item.id(), files_.to_string(), max_files_, files_.to_string(), i, path));
-      }
-      if (auto units = cache_.get(path, f["source"].get_ref<const std::string&>())) {
-        index.update(path, std::move(units));
-      }
-    }
+void DepsStage::index_task_files(graph::Item& item, const CandidatesFacet& c, ProjectIndex& index) {
+  // Chunks of one path come joined (facets::task_files): an editor's pieces of a file index
+  // as that file.
+  std::vector<facets::TaskFileText> files;
+  try {
+    files = facets::task_files(item, files_, max_files_);
+  } catch (const std::invalid_argument& e) {
+    throw ContextError(e.what());
+  }
+  for (const facets::TaskFileText& f : files) {
+    if (auto units = cache_.get(f.path, f.source)) index.update(f.path, std::move(units));
   }
   // The anchor's own tree and the candidates' own extraction of it: the
   // cursor's file is neither parsed nor extracted a second time, and its text
@@ -60,6 +41,7 @@ void DepsStage::index_task_files(const graph::Item& item, const CandidatesFacet&
 }
 
 graph::Port DepsStage::process(graph::Item& item) {
+  if (facets::anonymous_buffer(item)) return ok_;  // no language: nothing to index against
   CandidatesFacet& c = ensure_candidates(item);
   ProjectIndex index;  // this task's alone
   index_task_files(item, c, index);

@@ -7,6 +7,7 @@
 #include "stages/context/error.h"
 #include "stages/context/stage_util.h"
 #include "stages/facets/model.h"
+#include "stages/facets/task_file.h"
 
 namespace vsynth::stages::context {
 
@@ -66,6 +67,8 @@ PruneStage::PruneStage(const graph::StageContext& ctx)
 }
 
 graph::Port PruneStage::process(graph::Item& item) {
+  // No language, no units: generate.llm prompts with the task's own prefix and suffix.
+  if (facets::anonymous_buffer(item)) return ok_;
   CandidatesFacet& c = ensure_candidates(item);
   mark_edits(c, read_edits(item, edits_field_));
   PruneResult r = prune(c, *counter_, options_, item.arena());

@@ -1,6 +1,7 @@
 #include "stages/context/summarize_stage.h"
 
 #include "stages/context/candidates.h"
+#include "stages/facets/task_file.h"
 
 namespace vsynth::stages::context {
 
@@ -8,7 +9,8 @@ SummarizeStage::SummarizeStage(const graph::StageContext& ctx)
     : options_{ctx.params.boolean("doc_line")}, ok_(ctx.port("ok")) {}
 
 graph::Port SummarizeStage::process(graph::Item& item) {
-  if (item.find<CandidatesFacet>()) return ok_;  // a stage before this one built them
+  if (facets::anonymous_buffer(item)) return ok_;  // no anchor, no units: nothing to do
+  if (item.find<CandidatesFacet>()) return ok_;    // a stage before this one built them
   ensure_candidates(item, options_);
   return ok_;
 }

@@ -67,6 +67,9 @@ nlohmann::json CandidatesFacet::to_json() const {
   j["attempt"] = attempt;
   j["prompt_tokens"] = prompt_tokens;
   j["prefill_ms"] = round_to(prefill_ms, 0.01);
+  if (!suffix.empty()) j["suffix"] = suffix;
+  if (n_indent > 0) j["n_indent"] = n_indent;
+  if (packed_files > 0) j["packed_files"] = packed_files;
   if (warmup) j["warmed_tokens"] = prompt_tokens;
   if (kv_pool) {
     nlohmann::json k{{"cached_tokens", cached_tokens},

@@ -58,17 +58,23 @@ class CandidatesFacet : public graph::Facet {
   bool kv_pool = false;
   int32_t cached_tokens = 0;
   std::string kv_pool_fallback;
-  bool warmup = false;  // the prompt was only prefilled (generate.llm `warmup`): no candidates
+  // How the code after the cursor reached the prompt: fim (the model's fill-in-the-middle
+  // tokens), above (no FIM tokens: the rest of the enclosing unit shown above the code),
+  // dropped (not used), none (no code after the cursor). Empty: not a completion.
+  std::string suffix;
+  int32_t n_indent = 0;      // the n_indent stop in force (0: none)
+  int32_t packed_files = 0;  // task files packed with the FIM file separator
+  bool warmup = false;       // the prompt was only prefilled (generate.llm `warmup`): no candidates
 
   // The most likely candidate (highest mean logprob per token), or nullptr when empty.
   const Candidate* best() const;
 
-  // {mode, format, attempt, prompt_tokens, prefill_ms, [warmed_tokens], [kv_pool:
-  // {cached_tokens, prompt_tokens, hit, [fallback]}], [prompt], candidates: [{code, text,
-  // completion (when it differs from text), tokens, finish, finish_detail, logprob_sum,
-  // decode_ms, tokens_per_s, seed, temperature, rejections, rollbacks, trimmed: {by, tokens}
-  // when trimmed, speculation: {drafter, drafted, accepted, verify_steps, fallback} when a
-  // drafter ran}]}
+  // {mode, format, attempt, prompt_tokens, prefill_ms, [suffix], [n_indent], [packed_files],
+  // [warmed_tokens], [kv_pool: {cached_tokens, prompt_tokens, hit, [fallback]}], [prompt],
+  // candidates: [{code, text, completion (when it differs from text), tokens, finish,
+  // finish_detail, logprob_sum, decode_ms, tokens_per_s, seed, temperature, rejections, rollbacks,
+  // trimmed: {by, tokens} when trimmed, speculation: {drafter, drafted, accepted, verify_steps,
+  // fallback} when a drafter ran}]}
   nlohmann::json to_json() const override;
 };
 

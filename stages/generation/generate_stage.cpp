@@ -9,6 +9,7 @@
 #include "kernels/hash.h"
 #include "kernels/sampler/model_drafter.h"
 #include "stages/facets/candidates.h"
+#include "stages/facets/decode_fields.h"
 #include "stages/generation/extract.h"
 #include "stages/generation/task_decode.h"
 
@@ -44,6 +45,8 @@ GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,
       }) {
   settings_.decode.sampler.validate();
   settings_.prompt.chat_model = model_->chat_tuned();
+  const std::optional<FimFormat> fim = fim_format(model_->model().tokenizer(), settings_.gguf_fim);
+  settings_.prompt.pack_files = fim && fim->sep != kernels::kNoToken;
   const int32_t ctx = model_->model().options().context_length;
   if (ctx > 0 && settings_.decode.max_new_tokens >= ctx) {
     throw std::invalid_argument(
@@ -97,7 +100,7 @@ void GenerateStage::generate(graph::Item& item) {
   kernels::Model& model = model_->model();
   const kernels::Tokenizer& tok = model.tokenizer();
   const PromptParts parts = gather_prompt_parts(item, settings_.prompt);
-  const TaskDecode task = task_decode(item, settings_.decode);
+  const TaskDecode task = task_decode(item, settings_.decode, settings_.lines);
   const int32_t ctx_len = model.options().context_length;
   if (ctx_len > 0 && task.decode.max_new_tokens >= ctx_len) {
     throw std::invalid_argument(fmt::format(
@@ -108,12 +111,15 @@ void GenerateStage::generate(graph::Item& item) {
   const std::size_t budget = ctx_len > 0
                                  ? static_cast<std::size_t>(ctx_len - task.decode.max_new_tokens)
                                  : static_cast<std::size_t>(1) << 30;
-  const Prompt prompt = render_prompt(parts, tok, budget, model_->chat_template());
+  const Prompt prompt =
+      render_prompt(parts, tok, budget, model_->chat_template(), settings_.gguf_fim);
 
   auto& facet = item.emplace<CandidatesFacet>();
   facet.prompt = item.arena().store(prompt.text);
   facet.mode = to_string(prompt.mode);
   facet.format = prompt.format;
+  facet.suffix = prompt.suffix;
+  facet.packed_files = prompt.packed_files;
   facet.prompt_tokens = static_cast<int32_t>(prompt.tokens.size());
   facet.attempt = item.attempt();
   facet.record_prompt = settings_.record_prompt;
@@ -145,6 +151,12 @@ void GenerateStage::generate(graph::Item& item) {
   }
   opt.sampler.temperature =
       static_cast<float>(temperature_for(item.attempt(), task.decode.sampler.temperature));
+  LineStops lines = task.lines;
+  if (settings_.block_stop && prompt.mode == PromptMode::Complete && !task.task_n_indent &&
+      lines.n_indent == 0) {
+    lines.n_indent = cursor_line_indent(parts.prefix);
+  }
+  facet.n_indent = lines.n_indent;
   const int n = std::max(1, settings_.n_candidates);
   for (int c = 0; c < n; ++c) {
     if (observer && c == 0) {
@@ -177,10 +189,30 @@ void GenerateStage::generate(graph::Item& item) {
         owned.push_back(std::move(m));
       }
     }
+    // The line stops judge last, what the stage's hooks accepted; their clock starts now,
+    // after the prefill.
+    std::unique_ptr<LineStopHook> line_stop;
+    if (lines.any()) {
+      line_stop = std::make_unique<LineStopHook>(lines, LineStopHook::Clock::now());
+      hooks.push_back(line_stop.get());
+    }
     opt.sampler.seed =
         task.seed ? candidate_seed(*task.seed, "", item.attempt(), c)
                   : candidate_seed(settings_.decode.sampler.seed, item.id(), item.attempt(), c);
     kernels::Generation g = kernels::generate(seq, tok, logits, opt, hooks);
+    std::string finish = kernels::to_string(g.finish);
+    std::string finish_detail = g.finish_detail;
+    if (line_stop && line_stop->fired() != LineStopHook::Fired::None &&
+        (g.finish == kernels::FinishReason::Hook || g.finish == kernels::FinishReason::Length ||
+         g.finish == kernels::FinishReason::Context)) {
+      const std::size_t keep = line_stop->cut(g.text);
+      if (keep < g.text.size()) {
+        if (opt.on_retract) opt.on_retract(g.text.size() - keep);  // all of it was streamed
+        g.text.resize(keep);
+      }
+      finish = LineStopHook::finish(line_stop->fired());
+      finish_detail = line_stop->detail();
+    }
 
     Candidate cand;
     cand.text = item.arena().store(g.text);
@@ -188,8 +220,8 @@ void GenerateStage::generate(graph::Item& item) {
         prompt.mode == PromptMode::Complete ? cand.text : extract_code(cand.text, parts.language);
     cand.code = item.arena().store(assemble_program(parts, cand.completion));
     cand.tokens = static_cast<int32_t>(g.tokens.size());
-    cand.finish = kernels::to_string(g.finish);
-    cand.finish_detail = g.finish_detail;
+    cand.finish = finish;
+    cand.finish_detail = finish_detail;
     cand.logprob_sum = g.logprob_sum;
     cand.decode_ms = g.decode_ms;
     cand.tokens_per_s = g.decode_ms > 0 ? 1000.0 * g.steps / g.decode_ms : 0.0;
@@ -271,12 +303,21 @@ std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ct
   s.decode.max_hook_retries = static_cast<int32_t>(p.integer("max_hook_retries"));
   s.prompt.mode = p.string("mode");
   s.prompt.language = p.string("language");
+  s.prompt.suffix_without_fim = p.string("suffix_without_fim");
+  s.prompt.fim_order = p.string("fim_order");
   s.prompt.feedback_max_bytes = static_cast<std::size_t>(p.integer("feedback_max_bytes"));
   s.n_candidates = static_cast<int>(p.integer("n_candidates"));
   s.retry_temperature_step = p.number("retry_temperature_step");
   s.max_temperature = p.number("max_temperature");
   s.record_prompt = p.boolean("record_prompt");
   s.warmup = p.boolean("warmup");
+  s.lines.n_indent = static_cast<int32_t>(p.integer("n_indent"));
+  s.lines.single_line = p.boolean("single_line");
+  s.lines.max_predict_ms = p.integer("max_predict_ms");
+  s.block_stop = p.boolean("block_stop");
+  // The model file's own FIM ids (metadata only; the weights are already mapped).
+  s.gguf_fim =
+      read_gguf_fim(kernels::GgufFile::open(model->path()), model->model().tokenizer().size());
   // The contract's choices are exactly the kinds parse_drafter_kind knows.
   s.decode.speculation.drafter = *kernels::parse_drafter_kind(p.string("speculative.drafter"));
   s.decode.speculation.max_draft = static_cast<int32_t>(p.integer("speculative.max_draft"));
@@ -296,12 +337,18 @@ std::unique_ptr<GenerateStage> make_generate_stage(const graph::StageContext& ct
 
 graph::Contract generate_contract() {
   namespace P = graph::P;
+  // Parameters a task's /decode can override take their limits from the one table.
+  const auto lo = [](std::string_view n) { return facets::decode_field(n).min; };
+  const auto hi = [](std::string_view n) { return facets::decode_field(n).max; };
+  const auto ilo = [&](std::string_view n) { return static_cast<int64_t>(lo(n)); };
+  const auto ihi = [&](std::string_view n) { return static_cast<int64_t>(hi(n)); };
   graph::Contract c;
   c.kind = "generate.llm";
   c.summary =
       "Prompts a model with the task (completion or chat), samples n candidates through the "
       "engine with decoding hooks, records them with timings; a task's /decode object "
-      "(max_new_tokens, temperature, top_p, stop, seed, warmup) overrides these per task";
+      "(max_new_tokens, temperature, top_p, stop, seed, warmup, n_indent, single_line, "
+      "max_predict_ms) overrides these per task";
   c.execution = graph::Execution::Async;
   c.concurrency = graph::Concurrency::unlimited();  // items queue for the stage's workers
   c.provides_facets = {std::string(CandidatesFacet::kName)};
@@ -309,10 +356,13 @@ graph::Contract generate_contract() {
   c.params = {
       P::resource("model", "model", "the model.gguf resource to generate with"),
       P::resources("hooks", "hook", "decoding hooks run inside the sampling loop, in order"),
-      P::integer("max_new_tokens", 256, 1, 32768, "tokens generated per candidate at most"),
-      P::number("temperature", 0.2, 0.0, 5.0, "sampling temperature; 0: greedy"),
+      P::integer("max_new_tokens", 256, ilo("max_new_tokens"), ihi("max_new_tokens"),
+                 "tokens generated per candidate at most"),
+      P::number("temperature", 0.2, lo("temperature"), hi("temperature"),
+                "sampling temperature; 0: greedy"),
       P::integer("top_k", 40, 0, 1 << 20, "keep the k most likely tokens; 0: off"),
-      P::number("top_p", 0.95, 0.01, 1.0, "nucleus: smallest set with this mass; 1: off"),
+      P::number("top_p", 0.95, lo("top_p"), hi("top_p"),
+                "nucleus: smallest set with this mass; 1: off"),
       P::number("min_p", 0.05, 0.0, 1.0, "drop tokens under min_p x the best one's p; 0: off"),
       P::number("repeat_penalty", 1.0, 0.01, 10.0,
                 "divides positive / multiplies negative logits of recent tokens; 1: off"),
@@ -333,6 +383,14 @@ graph::Contract generate_contract() {
                 "complete: continue the code before the cursor; instruct: the chat template; "
                 "auto: complete when the task has a cursor or /prefix or the model has no chat "
                 "template (a base model), else instruct"),
+      P::choice("suffix_without_fim", "above", {"above", "drop"},
+                "complete mode, a model without fill-in-the-middle tokens: above shows the rest "
+                "of the unit after the cursor as comments above the unit; drop leaves it out "
+                "(the record's candidates say suffix: fim, above, dropped or none)"),
+      P::choice("fim_order", "auto", {"auto", "psm", "spm"},
+                "fill-in-the-middle order: psm ([pre] prefix [suf] suffix [mid]), spm ([suf] "
+                "suffix [pre] prefix [mid]); auto: the vocabulary family's (psm for every "
+                "known one)"),
       P::string("language", "",
                 "code language; empty: the task's /language, the anchor's, else python"),
       P::number("retry_temperature_step", 0.3, 0.0, 5.0,
@@ -346,6 +404,15 @@ graph::Contract generate_contract() {
                  "items decoded at once, each on its own thread; 0: one, or as many as a batched "
                  "step takes rows (16) when the model's batching is on, so that concurrent items "
                  "(e.g. `vsynth serve` requests) share forward passes"),
+      P::integer("n_indent", 0, ilo("n_indent"), ihi("n_indent"),
+                 std::string(facets::decode_field("n_indent").help)),
+      P::boolean("single_line", false, std::string(facets::decode_field("single_line").help)),
+      P::integer("max_predict_ms", 0, ilo("max_predict_ms"), ihi("max_predict_ms"),
+                 std::string(facets::decode_field("max_predict_ms").help)),
+      P::boolean("block_stop", false,
+                 "complete mode, when neither the task nor n_indent sets one: n_indent = the "
+                 "indentation of the cursor's line, so a suggestion ends with the block the "
+                 "cursor is in (the record's candidates say n_indent)"),
       P::boolean("record_prompt", false, "write the prompt text into the results record"),
       P::boolean("warmup", false,
                  "prefill the prompt and generate nothing (no candidates; the record says "

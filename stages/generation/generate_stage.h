@@ -23,9 +23,11 @@
 // candidate), so a run is reproducible whatever order items arrive in. Parameters: see
 // generate_contract() (`vsynth stages generate.llm`).
 //
-// Per task: a record's optional /decode object (task_decode.h: max_new_tokens, temperature,
-// top_p, stop, seed, warmup) is laid over these settings. When the task has an observer
-// (graph/observer.h, a served request), candidate 0's text is streamed to it and its
+// Per task: a record's optional /decode object (task_decode.h; its fields and limits in
+// stages/facets/decode_fields.h: max_new_tokens, temperature, top_p, stop, seed, warmup,
+// n_indent, single_line, max_predict_ms) is laid over these settings. Where a suggestion ends
+// by its lines (n_indent, single_line, max_predict_ms, block_stop): line_stops.h. When the task has
+// an observer (graph/observer.h, a served request), candidate 0's text is streamed to it and its
 // cancellation ends every candidate within one step (finish "cancelled"; later candidates are
 // not started).
 //
@@ -42,6 +44,7 @@
 #include "kernels/sampler/generator.h"
 #include "stages/facets/candidates.h"
 #include "stages/facets/hook.h"
+#include "stages/generation/line_stops.h"
 #include "stages/generation/model_resource.h"
 #include "stages/generation/prompt.h"
 
@@ -62,7 +65,10 @@ struct GenerateSettings {
   double retry_temperature_step = 0.3;
   double max_temperature = 1.2;
   bool record_prompt = false;
-  bool warmup = false;  // prefill the prompt (into the model's prefix cache) and stop
+  bool warmup = false;      // prefill the prompt (into the model's prefix cache) and stop
+  LineStops lines;          // n_indent, single_line, max_predict_ms (line_stops.h)
+  bool block_stop = false;  // no n_indent given: the cursor line's indentation (complete mode)
+  GgufFimIds gguf_fim;      // the model file's FIM token ids (prompt.h)
 };
 
 class GenerateStage : public graph::AsyncStage {

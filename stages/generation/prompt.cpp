@@ -1,10 +1,13 @@
 #include "stages/generation/prompt.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string_view>
 
 #include "stages/ast/anchor_stage.h"
 #include "stages/facets/context.h"
+#include "stages/facets/task_file.h"
 
 namespace vsynth::stages::generation {
 
@@ -91,14 +94,6 @@ std::size_t anchored_unit_start(const ast::AnchorFacet& a, std::string_view pref
   return std::string::npos;
 }
 
-std::optional<TokenId> find_any(const kernels::Tokenizer& tok,
-                                std::initializer_list<std::string_view> names) {
-  for (std::string_view n : names) {
-    if (auto id = tok.find(n)) return id;
-  }
-  return std::nullopt;
-}
-
 // Appends `text` encoded: template text parses control tokens, task text never does.
 void append(const kernels::Tokenizer& tok, std::vector<TokenId>& out, std::string_view text,
             bool is_template) {
@@ -124,6 +119,84 @@ std::size_t top_level_line(std::string_view prefix, std::string_view comment) {
     at = nl + 1;
   }
   return best;
+}
+
+GgufFimIds read_gguf_fim(const kernels::GgufFile& file, std::size_t n_vocab) {
+  const auto id = [&](std::string_view which) {
+    const kernels::GgufValue* v =
+        file.find("tokenizer.ggml.fim_" + std::string(which) + "_token_id");
+    if (!v) return kernels::kNoToken;
+    int64_t n = -1;
+    switch (v->type()) {
+      case kernels::GgufType::U32:
+        n = v->as<uint32_t>();
+        break;
+      case kernels::GgufType::I32:
+        n = v->as<int32_t>();
+        break;
+      case kernels::GgufType::U64:
+        n = static_cast<int64_t>(std::min<uint64_t>(v->as<uint64_t>(), INT64_MAX));
+        break;
+      case kernels::GgufType::I64:
+        n = v->as<int64_t>();
+        break;
+      default:
+        return kernels::kNoToken;
+    }
+    return n >= 0 && static_cast<uint64_t>(n) < n_vocab ? static_cast<TokenId>(n)
+                                                        : kernels::kNoToken;
+  };
+  return {id("pre"), id("suf"), id("mid"), id("pad"), id("rep"), id("sep")};
+}
+
+std::optional<FimFormat> fim_format(const kernels::Tokenizer& tok, const GgufFimIds& g) {
+  if (g.pre != kernels::kNoToken && g.suf != kernels::kNoToken && g.mid != kernels::kNoToken) {
+    return FimFormat{"gguf", g.pre, g.suf, g.mid, g.rep, g.sep, false};
+  }
+  struct Family {
+    std::string_view name, pre, suf, mid;
+    std::string_view repo, sep, sep2;
+  };
+  static const Family kFamilies[] = {
+      {"qwen", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>",
+       "<|file_sep|>", "<|file_separator|>"},
+      {"starcoder", "<fim_prefix>", "<fim_suffix>", "<fim_middle>", "<repo_name>", "<file_sep>",
+       ""},
+      {"codellama", "\u2581<PRE>", "\u2581<SUF>", "\u2581<MID>", "", "", ""},
+      {"deepseek", "<\uff5cfim\u2581begin\uff5c>", "<\uff5cfim\u2581hole\uff5c>",
+       "<\uff5cfim\u2581end\uff5c>", "", "", ""},
+  };
+  for (const Family& f : kFamilies) {
+    const auto pre = tok.find(f.pre), suf = tok.find(f.suf), mid = tok.find(f.mid);
+    if (!pre || !suf || !mid) continue;
+    FimFormat out{std::string(f.name), *pre, *suf, *mid};
+    if (const auto r = f.repo.empty() ? std::nullopt : tok.find(f.repo)) out.repo = *r;
+    for (std::string_view sep : {f.sep, f.sep2}) {
+      const auto id = sep.empty() ? std::nullopt : tok.find(sep);
+      if (id && out.sep == kernels::kNoToken) out.sep = *id;
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::string suffix_remainder(std::string_view suffix) {
+  std::string out;
+  std::size_t at = 0;
+  for (int line = 0; at < suffix.size() && line < 30; ++line) {
+    std::size_t end = suffix.find('\n', at);
+    end = end == std::string_view::npos ? suffix.size() : end + 1;
+    const std::string_view l = suffix.substr(at, end - at);
+    if (line > 0 && !l.empty() && l[0] != ' ' && l[0] != '\t' && l[0] != '\n' && l[0] != '\r') {
+      // A line at column 0: the unit's closing bracket belongs to it, anything else starts the
+      // next unit.
+      if (l[0] == '}' || l[0] == ')' || l[0] == ']') out += l;
+      break;
+    }
+    out += l;
+    at = end;
+  }
+  return out;
 }
 
 const char* to_string(PromptMode m) {
@@ -171,7 +244,38 @@ PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s
   }
   p.entry_point = string_field(item, "entry_point");
 
-  const bool has_cursor = anchor || prefix;
+  // A task with its file and a byte cursor but no /prefix (an anonymous buffer that ast.anchor
+  // left unanchored): the file up to the cursor is the prefix.
+  std::string source_prefix, source_suffix;
+  bool source_cursor = false;
+  if (!anchor && !prefix) {
+    const nlohmann::json& d = item.task().data;
+    const nlohmann::json* src = field(item, "source");
+    const auto c = d.is_object() ? d.find("cursor") : d.end();
+    if (src && c != d.end() && c->is_object() && c->contains("offset") &&
+        (*c)["offset"].is_number_unsigned()) {
+      const std::string& text = src->get_ref<const std::string&>();
+      const std::size_t at = std::min<std::size_t>((*c)["offset"].get<uint64_t>(), text.size());
+      source_prefix = text.substr(0, at);
+      source_suffix = text.substr(at);
+      source_cursor = true;
+    }
+  }
+  const bool has_cursor = anchor || prefix || source_cursor;
+  p.suffix_without_fim = s.suffix_without_fim;
+  p.fim_order = s.fim_order;
+  if (anchor) {
+    p.path = anchor->file().path();
+  } else if (const nlohmann::json* path = field(item, "path")) {
+    p.path = path->get<std::string>();
+  }
+  if (has_cursor && s.pack_files) {
+    try {
+      p.files = facets::task_file_texts(item, nlohmann::json::json_pointer("/files"));
+    } catch (const std::invalid_argument&) {
+      p.files.clear();  // a malformed list: the context stages say so; the prompt goes without
+    }
+  }
   if (s.mode == "complete" || (s.mode == "auto" && (has_cursor || !s.chat_model))) {
     p.mode = PromptMode::Complete;
   } else if (s.mode == "instruct" || s.mode == "auto") {
@@ -189,6 +293,9 @@ PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& s
   } else if (prefix) {
     p.prefix = prefix->get<std::string>();
     p.suffix = string_field(item, "suffix");
+  } else if (source_cursor) {
+    p.prefix = std::move(source_prefix);
+    p.suffix = std::move(source_suffix);
   }
   // A context that holds the cursor (context.prune's pruned file with the other files'
   // summaries above it) replaces the raw text around the cursor; any other context is shown
@@ -316,45 +423,116 @@ std::vector<TokenId> render_chat(const kernels::Tokenizer& tok, std::string_view
 }
 
 Prompt render_prompt(const PromptParts& p, const kernels::Tokenizer& tok, std::size_t max_tokens,
-                     std::string_view chat_template) {
+                     std::string_view chat_template, const GgufFimIds& gguf_fim) {
   Prompt out;
   out.mode = p.mode;
   if (p.mode == PromptMode::Complete) {
-    const auto fim_pre = find_any(tok, {"<|fim_prefix|>", "<fim_prefix>"});
-    const auto fim_suf = find_any(tok, {"<|fim_suffix|>", "<fim_suffix>"});
-    const auto fim_mid = find_any(tok, {"<|fim_middle|>", "<fim_middle>"});
+    const std::optional<FimFormat> fim =
+        p.suffix.empty() ? std::nullopt : fim_format(tok, gguf_fim);
     std::vector<TokenId> head;  // BOS, if the vocabulary adds one
     if (tok.add_bos()) head.push_back(tok.bos());
     kernels::EncodeOptions plain{.add_special = false, .parse_special = false};
-    // Stable first, each piece encoded alone: context + the file before the unit, feedback,
-    // the unit up to the cursor.
+    // A model without FIM sees the rest of the unit after the cursor as comments right above
+    // the unit (after the stable part of the file, so the prefix KV pool still reuses it).
+    std::string above;
+    if (p.suffix.empty()) {
+      out.suffix = "none";
+    } else if (fim) {
+      out.suffix = "fim";
+    } else if (p.suffix_without_fim == "above") {
+      std::string rest = suffix_remainder(p.suffix);
+      rest.erase(rest.find_last_not_of(" \t\r\n") + 1);  // npos + 1 == 0: all blank
+      if (!rest.empty()) {
+        const std::string c = comment_leader(p.language);
+        above = c + "The code after the cursor:\n";
+        std::size_t at = 0;
+        while (at < rest.size()) {
+          std::size_t end = rest.find('\n', at);
+          if (end == std::string::npos) end = rest.size();
+          above += c + rest.substr(at, end - at) + '\n';
+          at = end + 1;
+        }
+        out.suffix = "above";
+      } else {
+        out.suffix = "dropped";
+      }
+    } else {
+      out.suffix = "dropped";
+    }
+    // Stable first, each piece encoded alone: context + the file before the unit, the code
+    // after the cursor (no FIM), feedback, the unit up to the cursor.
     const std::size_t u = std::min(p.unit_start, p.prefix.size());
     std::vector<TokenId> body = tok.encode(context_header(p) + p.prefix.substr(0, u), plain);
+    tok.encode(above, body, plain);
     tok.encode(feedback_comments(p), body, plain);
     tok.encode(std::string_view(p.prefix).substr(u), body, plain);
     std::vector<TokenId> tail;
-    if (!p.suffix.empty() && fim_pre && fim_suf && fim_mid) {
-      out.format = "fim";
-      head.push_back(*fim_pre);
-      tail.push_back(*fim_suf);
-      tok.encode(p.suffix, tail, plain);
-      tail.push_back(*fim_mid);
+    // Repository-level packing: the task's other files, each after the file separator, then
+    // the cursor's file's own separator and name.
+    std::vector<std::vector<TokenId>> packed;
+    std::vector<TokenId> file_head;
+    if (fim && fim->sep != kernels::kNoToken && !p.files.empty()) {
+      for (const auto& [path, text] : p.files) {
+        if (path == p.path) continue;  // the cursor's file is the FIM part
+        std::vector<TokenId> f{fim->sep};
+        tok.encode(path + "\n" + text + (text.ends_with('\n') ? "" : "\n"), f, plain);
+        packed.push_back(std::move(f));
+      }
+      if (!packed.empty()) {
+        file_head.push_back(fim->sep);
+        tok.encode((p.path.empty() ? std::string("untitled") : p.path) + "\n", file_head, plain);
+      }
+    }
+    const bool spm = fim && (p.fim_order == "spm" || (p.fim_order == "auto" && fim->suffix_first));
+    if (fim) {
+      out.format = spm ? "fim-spm" : "fim";
+      std::vector<TokenId> suffix{fim->suf};
+      tok.encode(p.suffix, suffix, plain);
+      if (spm) {
+        // [suf] suffix [pre] prefix [mid]: the suffix joins the fixed head.
+        file_head.insert(file_head.end(), suffix.begin(), suffix.end());
+        file_head.push_back(fim->pre);
+        tail.push_back(fim->mid);
+      } else {
+        file_head.push_back(fim->pre);
+        tail = std::move(suffix);
+        tail.push_back(fim->mid);
+      }
     } else {
       out.format = "prefix";
     }
-    const std::size_t fixed = head.size() + tail.size();
+    std::size_t fixed = head.size() + file_head.size() + tail.size();
     if (fixed + 1 > max_tokens) {
       throw std::invalid_argument("the prompt's suffix alone needs " + std::to_string(fixed) +
                                   " tokens but only " + std::to_string(max_tokens) +
                                   " fit before the generation's budget");
     }
-    if (fixed + body.size() > max_tokens) {  // keep the text nearest the cursor
-      std::size_t drop = fixed + body.size() - max_tokens;
+    // Packed files go first when the budget is short (oldest first: the list's order), then
+    // the text farthest from the cursor.
+    std::size_t packed_tokens = 0;
+    for (const auto& f : packed) packed_tokens += f.size();
+    std::size_t first_packed = 0;
+    while (first_packed < packed.size() && fixed + packed_tokens + body.size() > max_tokens) {
+      packed_tokens -= packed[first_packed++].size();
+    }
+    if (first_packed == packed.size() && !packed.empty()) {
+      // No other file fits: the cursor's file without a separator of its own.
+      file_head.erase(file_head.begin(),
+                      std::find(file_head.begin(), file_head.end(), spm ? fim->suf : fim->pre));
+      fixed = head.size() + file_head.size() + tail.size();
+    }
+    if (fixed + packed_tokens + body.size() > max_tokens) {  // keep the text nearest the cursor
+      std::size_t drop = fixed + packed_tokens + body.size() - max_tokens;
       const std::size_t blocks = (drop + kKvBlockTokens - 1) / kKvBlockTokens * kKvBlockTokens;
       if (blocks + kKvBlockTokens <= body.size()) drop = blocks;  // else too small to round
       body.erase(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(drop));
     }
     out.tokens = std::move(head);
+    for (std::size_t i = first_packed; i < packed.size(); ++i) {
+      out.tokens.insert(out.tokens.end(), packed[i].begin(), packed[i].end());
+      ++out.packed_files;
+    }
+    out.tokens.insert(out.tokens.end(), file_head.begin(), file_head.end());
     out.tokens.insert(out.tokens.end(), body.begin(), body.end());
     out.tokens.insert(out.tokens.end(), tail.begin(), tail.end());
   } else {

@@ -3,9 +3,11 @@
 //
 // Two modes:
 //   complete  the model continues code: the text before the cursor (the `anchor` facet's file
-//             up to its cursor, or the task's /prefix, or a HumanEval-style /prompt), with
-//             fill-in-the-middle tokens when the task has a suffix and the vocabulary has FIM
-//             tokens (<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>); otherwise a plain prefix.
+//             up to its cursor, or the task's /prefix, or its /source up to /cursor/offset, or
+//             a HumanEval-style /prompt), with fill-in-the-middle tokens when the task has a
+//             suffix and the vocabulary has FIM tokens (fim_format below); otherwise a plain
+//             prefix, with the rest of the unit after the cursor shown above it as comments
+//             (suffix_without_fim: above) or left out (drop). Prompt::suffix says which.
 //   instruct  the model answers a request in its chat template: the task's /instruction
 //             and/or /prompt (code to complete, shown in a fenced block), with the context and
 //             the feedback of earlier attempts, asking for one fenced code block.
@@ -27,10 +29,13 @@
 // mentions "<end_of_turn>" cannot end the turn.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/item.h"
+#include "kernels/gguf/reader.h"
 #include "kernels/tokenizer/tokenizer.h"
 
 namespace vsynth::stages::generation {
@@ -43,12 +48,43 @@ const char* to_string(ChatTemplate t);
 ChatTemplate detect_chat_template(const kernels::Tokenizer& tok,
                                   std::string_view template_text = {});
 
+// Fill-in-the-middle: the vocabulary's tokens, found from the GGUF's
+// tokenizer.ggml.fim_{pre,suf,mid,rep,sep}_token_id keys first, then by the spellings of the
+// known families: qwen (Qwen2.5-Coder, CodeGemma: <|fim_prefix|> <|fim_suffix|> <|fim_middle|>,
+// <|repo_name|>, <|file_sep|> or <|file_separator|>), starcoder (<fim_prefix> ... <repo_name>
+// <file_sep>), codellama (▁<PRE> ▁<SUF> ▁<MID>), deepseek (<｜fim▁begin｜> prefix <｜fim▁hole｜>
+// suffix <｜fim▁end｜>). Order: PSM ([pre] prefix [suf] suffix [mid], every family's default and
+// llama.cpp's) or SPM ([suf] suffix [pre] prefix [mid], llama.cpp's --spm-infill).
+// With a file separator, the task's /files are packed before the cursor's file the way
+// Qwen2.5-Coder was trained on repositories: [sep]path\ntext\n per file, then [sep]path\n of
+// the cursor's file and its FIM prompt.
+// The GGUF's own FIM token ids (tokenizer.ggml.fim_{pre,suf,mid,pad,rep,sep}_token_id, any
+// integer type); kNoToken where absent or outside the vocabulary of `n_vocab` tokens.
+struct GgufFimIds {
+  kernels::TokenId pre = kernels::kNoToken, suf = kernels::kNoToken, mid = kernels::kNoToken;
+  kernels::TokenId pad = kernels::kNoToken, rep = kernels::kNoToken, sep = kernels::kNoToken;
+};
+GgufFimIds read_gguf_fim(const kernels::GgufFile& file, std::size_t n_vocab);
+
+struct FimFormat {
+  std::string family;  // gguf | qwen | starcoder | codellama | deepseek
+  kernels::TokenId pre = kernels::kNoToken, suf = kernels::kNoToken, mid = kernels::kNoToken;
+  kernels::TokenId repo = kernels::kNoToken, sep = kernels::kNoToken;
+  bool suffix_first = false;  // SPM
+};
+std::optional<FimFormat> fim_format(const kernels::Tokenizer& tok, const GgufFimIds& gguf = {});
+
 struct PromptSettings {
   std::string mode = "auto";  // auto | complete | instruct
   std::string language;       // empty: the task's /language, the anchor's, else python
   bool chat_model = true;     // the model has a chat template (auto may then pick instruct)
-  std::size_t feedback_max_bytes = 2000;  // per feedback message (the tail is kept)
-  std::size_t feedback_max_messages = 2;  // the most recent ones
+  std::size_t feedback_max_bytes = 2000;     // per feedback message (the tail is kept)
+  std::size_t feedback_max_messages = 2;     // the most recent ones
+  std::string suffix_without_fim = "above";  // above | drop
+  std::string fim_order = "auto";            // auto (the family's: psm) | psm | spm
+  // Gather the task's /files for repository-level FIM packing: only worth copying when the
+  // vocabulary has a file separator (generate.llm sets it from fim_format).
+  bool pack_files = true;
 };
 
 // What the item offers, gathered once per attempt.
@@ -65,7 +101,16 @@ struct PromptParts {
   // function, else its class, else the last line at column 0 that is not a comment or a
   // closing bracket). Feedback goes there, so what comes before it stays the same on a retry.
   std::size_t unit_start = 0;
+  std::string path;  // the cursor's file ("" when unnamed): repository-level FIM packing
+  std::vector<std::pair<std::string, std::string>> files;  // the task's /files, chunks joined
+  std::string suffix_without_fim = "above";
+  std::string fim_order = "auto";
 };
+
+// The code after the cursor that a model without FIM sees above the unit: the rest of the
+// cursor's line and the lines after it up to the end of the enclosing unit (before the next
+// line at column 0, or through it when it closes a bracket), at most 30 lines.
+std::string suffix_remainder(std::string_view suffix);
 
 // The last line of `prefix` that starts a top-level unit: begins at column 0 with something
 // other than a comment (`comment` is the language's leader, e.g. "# ") or a closing bracket.
@@ -84,6 +129,10 @@ struct Prompt {
   std::string text;  // the prompt as the model sees it, special tokens spelled out
   PromptMode mode = PromptMode::Complete;
   std::string format;  // "prefix", "fim", or the chat template's name
+  // complete mode, how the code after the cursor was used: fim, above, dropped, none (there
+  // was none); empty in instruct mode.
+  std::string suffix;
+  int32_t packed_files = 0;  // task files packed with the FIM file separator
 };
 
 // `max_tokens`: the prompt's budget (context length minus the generation's); a completion
@@ -97,8 +146,10 @@ struct Prompt {
 // the unit up to the cursor[, FIM suffix]; each piece is encoded on its own so that its tokens
 // do not depend on what follows it. An instruct prompt puts the context, then the request and
 // its code, then the feedback, last.
+// `gguf_fim`: the model file's FIM ids (read_gguf_fim), which win over the spellings.
 Prompt render_prompt(const PromptParts& parts, const kernels::Tokenizer& tok,
-                     std::size_t max_tokens, std::string_view chat_template = {});
+                     std::size_t max_tokens, std::string_view chat_template = {},
+                     const GgufFimIds& gguf_fim = {});
 
 // The user turn of an instruct prompt (before the chat template wraps it).
 std::string instruct_message(const PromptParts& parts);

@@ -8,6 +8,7 @@
 #include "stages/ast/anchor_stage.h"
 #include "stages/context/extract.h"
 #include "stages/context/project_index.h"
+#include "stages/facets/task_file.h"
 #include "stages/retrieval/usage.h"
 
 namespace vsynth::stages::retrieval {
@@ -23,28 +24,18 @@ const nlohmann::json* lookup(const nlohmann::json& data, const nlohmann::json::j
   return data.contains(p) ? &data[p] : nullptr;
 }
 
-// The task's files, path -> text: files_field, then the cursor's file (its text wins).
-std::map<std::string, std::string_view> task_files(const graph::Item& item,
+// The task's files, path -> text: files_field (chunks of one path joined,
+// facets::task_files), then the cursor's file (its text wins).
+std::map<std::string, std::string_view> task_files(graph::Item& item,
                                                    const nlohmann::json::json_pointer& field,
                                                    const ast::ParsedFile& cursor_file) {
   std::map<std::string, std::string_view> out;
-  const nlohmann::json* files = lookup(item.task().data, field);
-  if (files && !files->is_null()) {
-    if (!files->is_array()) {
-      throw RetrievalError(
-          fmt::format("task `{}`: field {} must be a list of {{\"path\", \"source\"}} (got {})",
-                      item.id(), field.to_string(), files->type_name()));
+  try {
+    for (facets::TaskFileText& f : facets::task_files(item, field)) {
+      out[std::move(f.path)] = f.source;
     }
-    for (std::size_t i = 0; i < files->size(); ++i) {
-      const nlohmann::json& f = (*files)[i];
-      if (!f.is_object() || !f.contains("path") || !f["path"].is_string() ||
-          !f.contains("source") || !f["source"].is_string()) {
-        throw RetrievalError(fmt::format(
-            "task `{}`: field {}/{} must be {{\"path\": string, \"source\": string}} (got {})",
-            item.id(), field.to_string(), i, f.dump().substr(0, 120)));
-      }
-      out[f["path"].get<std::string>()] = f["source"].get_ref<const std::string&>();
-    }
+  } catch (const std::invalid_argument& e) {
+    throw RetrievalError(e.what());
   }
   out[cursor_file.path()] = cursor_file.source();
   return out;
@@ -116,6 +107,7 @@ SearchStage::SearchStage(const graph::StageContext& ctx)
 }
 
 graph::Port SearchStage::process(graph::Item& item) {
+  if (facets::anonymous_buffer(item)) return ok_;  // no language to query with
   const auto t0 = std::chrono::steady_clock::now();
   const ast::AnchorFacet& anchor = item.get<ast::AnchorFacet>();
   const std::map<std::string, std::string_view> files = task_files(item, files_, anchor.file());

@@ -10,6 +10,7 @@
 #include "stages/ast/anchor_stage.h"
 #include "stages/ast/error.h"
 #include "stages/ast/register.h"
+#include "stages/facets/task_file.h"
 #include "tests/ast/ast_test_util.h"
 
 namespace ast = vsynth::stages::ast;
@@ -53,7 +54,7 @@ TEST_CASE("ast.anchor is registered with its contract", "[ast][stage]") {
   Harness h;
   REQUIRE(h.kind != nullptr);
   const graph::Contract& c = h.kind->contract;
-  CHECK(c.provides_facets == std::vector<std::string>{"anchor"});
+  CHECK(c.provides_facets == std::vector<std::string>{"anchor", "task_file"});
   CHECK(c.port_index("ok") == 0u);
   CHECK(c.find_param("cursor_base") != nullptr);
   CHECK(c.find_param("max_identifiers") != nullptr);
@@ -198,4 +199,77 @@ TEST_CASE("ast.anchor keeps parsed files between requests (cache_mb)", "[ast][st
   REQUIRE(uncached->process(b) == 0u);
   CHECK(a.get<ast::AnchorFacet>().parse() == "parsed");
   CHECK(a.get<ast::AnchorFacet>().share_file() != b.get<ast::AnchorFacet>().share_file());
+}
+
+TEST_CASE("ast.anchor: a task without a file name is the cursor's file, its language found",
+          "[ast][stage][unnamed]") {
+  Harness h;
+  auto stage = h.make();
+  const std::string py = "def f(a):\n    return a + 1\n\ndef g():\n    pass\n";
+  const nlohmann::json cursor = {{"offset", 20}};
+  struct Case {
+    nlohmann::json data;
+    std::string language, from, path;
+  };
+  const std::vector<Case> cases = {
+      // The task's language (an editor's id) decides.
+      {{{"source", "int x;\n"}, {"cursor", {{"offset", 3}}}, {"language", "c++"}},
+       "cpp",
+       "task",
+       "untitled.cc"},
+      // Else the names of the files it sends.
+      {{{"source", "x := 1\n"},
+        {"cursor", {{"offset", 2}}},
+        {"files",
+         {{{"path", "a/b.go"}, {"source", "package b\n"}},
+          {{"path", "c.go"}, {"source", "package c\n"}},
+          {{"path", "README.md"}, {"source", "hi"}}}}},
+       "go",
+       "files",
+       "untitled.go"},
+      // Else the text.
+      {{{"source", py}, {"cursor", cursor}}, "python", "text", "untitled.py"},
+      // A language the task names but no grammar knows falls through to the text.
+      {{{"source", py}, {"cursor", cursor}, {"language", "vimscript"}},
+       "python",
+       "text",
+       "untitled.py"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.data.dump());
+    graph::Item item = make_item(c.data);
+    CHECK(stage->process(item) == 0u);
+    const auto* tf = item.find<vsynth::stages::facets::TaskFileFacet>();
+    REQUIRE(tf != nullptr);
+    CHECK(tf->language == c.language);
+    CHECK(tf->language_from == c.from);
+    CHECK(tf->path == c.path);
+    CHECK_FALSE(tf->named);
+    const auto* a = item.find<ast::AnchorFacet>();
+    REQUIRE(a != nullptr);
+    CHECK(a->file().language().name() == c.language);
+    CHECK(a->file().path() == c.path);
+  }
+}
+
+TEST_CASE("ast.anchor: an unnamed text of no known language is an anonymous buffer, not a failure",
+          "[ast][stage][unnamed]") {
+  Harness h;
+  auto stage = h.make();
+  graph::Item item = make_item({{"source", "hello there\nplain words\n"},
+                                {"cursor", {{"offset", 5}}},
+                                {"language", "markdown"}});
+  CHECK(stage->process(item) == 0u);
+  CHECK(item.find<ast::AnchorFacet>() == nullptr);
+  CHECK(vsynth::stages::facets::anonymous_buffer(item));
+  const auto* tf = item.find<vsynth::stages::facets::TaskFileFacet>();
+  REQUIRE(tf != nullptr);
+  CHECK(tf->language_from == "none");
+  CHECK(tf->to_json()["language"].is_null());
+  // A named file keeps its rules: its extension decides, an unknown one fails.
+  graph::Item named =
+      make_item({{"path", "x.py"}, {"source", "x = 1\n"}, {"cursor", {{"offset", 1}}}});
+  CHECK(stage->process(named) == 0u);
+  CHECK(named.get<vsynth::stages::facets::TaskFileFacet>().language_from == "path");
+  CHECK(named.get<vsynth::stages::facets::TaskFileFacet>().named);
 }

@@ -20,6 +20,9 @@
 //   +pool      and `kv_pool_mb` (--pool-mb) on the model, with the IDE warm-up: when a file is
 //              first opened, the file as opened goes through the same pipeline to a
 //              generate.llm with `warmup: true` (untimed), routed there by core.select
+//   f16+spec+pool  +pool with the FP16 KV cache (what complete.yaml ships)
+// Each configuration sets the pool and speculation itself (what complete.yaml ships of them is
+// removed first), so `pruning` stays the plain pipeline whatever the file ships.
 // plus `naive-full-file` on --full-file-requests requests (spread over the run): generate.llm
 // on the whole file before the cursor (context_length --full-context), the quality reference;
 // a prompt over the context loses its oldest tokens (prompt.h), so at the default 8192 it is
@@ -44,6 +47,7 @@
 //       [--min-lines 2000] [--window 200] [--budget 1024] [--full-file-requests 1]
 //       [--full-context 8192] [--pool-mb 256] [--threads 2] [--repo-index 0]
 //       [--model models/gemma-3-270m-q4_k_m.gguf] [--max-seconds 0] [--json bench_completion.json]
+//       [--suffix-without-fim above|drop]
 // --max-seconds stops starting requests after that long (the table covers those that ran).
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -91,6 +95,7 @@ struct Options {
   uint64_t seed = 1;
   bool repo_index = false;
   std::vector<uint32_t> new_tokens = {16, 64};
+  std::string suffix_without_fim;  // empty: complete.yaml's (generate.llm's default: above)
 };
 
 uint32_t to_u32(const std::string& option, const std::string& v) {
@@ -125,6 +130,11 @@ Options parse_options(int argc, char** argv) {
       *it->second = to_u32(a, v);
     } else if (a == "--repos") {
       o.repos = v;
+    } else if (a == "--suffix-without-fim") {
+      if (v != "above" && v != "drop") {
+        throw std::invalid_argument("--suffix-without-fim wants above or drop");
+      }
+      o.suffix_without_fim = v;
     } else if (a == "--json") {
       o.json = v;
     } else if (a == "--model") {
@@ -227,7 +237,7 @@ struct Config {
 const std::vector<Config> kConfigs = {
     {"naive", false, false, false, false, false}, {"pruning", true, false, false, false, false},
     {"+int8", true, true, false, false, false},   {"+spec", true, true, true, false, false},
-    {"+pool", true, true, true, true, false},
+    {"+pool", true, true, true, true, false},     {"f16+spec+pool", true, false, true, true, false},
 };
 const Config kFullFile = {"naive-full-file", false, false, false, false, true};
 
@@ -247,8 +257,15 @@ std::string pipeline_yaml(const Config& c, const Options& o, const std::string& 
   model["kv_cache"] = c.int8 ? "int8" : "f16";
   model["threads"] = o.threads;
   model["context_length"] = c.full_file ? o.full_context : 4096;
-  if (c.pool) model["kv_pool_mb"] = o.pool_mb;
+  // complete.yaml may ship a pool and speculation itself: each configuration says its own.
+  if (c.pool) {
+    model["kv_pool_mb"] = o.pool_mb;
+  } else {
+    model.remove("kv_pool_mb");
+  }
   YAML::Node generate = YAML::Clone(root["stages"]["generate"]);
+  generate["with"].remove("speculative");
+  if (!o.suffix_without_fim.empty()) generate["with"]["suffix_without_fim"] = o.suffix_without_fim;
   YAML::Node stages = root["stages"];
   stages.remove("generate");
   if (c.pruning) {
@@ -670,10 +687,15 @@ int main(int argc, char** argv) {
       }
       const Request& r = requests[i];
       auto& ps = pipelines_for(*r.file);
-      if (r.first_in_file) {  // the IDE opened the file: +pool warms its prefix cache
-        const std::size_t pool = kConfigs.size() - 1;
-        auto [rec, ms] = run_one(*ps[pool], open_task(r));
-        out["warmups"].push_back({{"path", r.file->path}, {"ms", ms}, {"record", rec["facets"]}});
+      if (r.first_in_file) {  // the IDE opened the file: each pool configuration warms it
+        for (std::size_t pool = 0; pool < kConfigs.size(); ++pool) {
+          if (!kConfigs[pool].pool) continue;
+          auto [rec, ms] = run_one(*ps[pool], open_task(r));
+          out["warmups"].push_back({{"path", r.file->path},
+                                    {"config", kConfigs[pool].name},
+                                    {"ms", ms},
+                                    {"record", rec["facets"]}});
+        }
       }
       for (std::size_t k = 0; k < kConfigs.size(); ++k) {
         const std::size_t c = (i + k) % kConfigs.size();  // rotated per request

@@ -205,3 +205,50 @@ TEST_CASE("context stages fail bad tasks and parameters with clear messages", "[
                       reg),
       Catch::Contains("`tokenizer: gguf` needs `gguf_path`"));
 }
+
+TEST_CASE("pipelines/context.yaml on an editor's request: no file name, chunks of other files",
+          "[context][stage][unnamed]") {
+  const std::string main = kMain;
+  const std::size_t cursor = main.find("    return helper(y)") + 18;
+  // llama.vim's input_extra: pieces of files, two of util.py; the definition the cursor uses is
+  // in the first, so a second chunk of the same path must not replace it.
+  const nlohmann::json files = {
+      {{"path", "util.py"},
+       {"source", "def helper(value: int) -> int:\n    return core_fn(value) * 2\n"}},
+      {{"path", "core.py"}, {"source", kCore}},
+      {{"path", "util.py"}, {"source", "def unrelated():\n    pass\n"}},
+      {{"path", "util.py"}, {"source", "def unrelated():\n    pass\n"}}};  // sent twice
+  const nlohmann::json unnamed = {
+      {"id", "a-unnamed"}, {"prefix", main.substr(0, cursor)}, {"suffix", main.substr(cursor)},
+      {"source", main},    {"cursor", {{"offset", cursor}}},   {"files", files}};
+  const nlohmann::json anonymous = {{"id", "b-anonymous"},
+                                    {"prefix", "hello "},
+                                    {"suffix", "there\nplain words\n"},
+                                    {"source", "hello there\nplain words\n"},
+                                    {"cursor", {{"offset", 6}}}};
+  const auto records = run(read("pipelines/context.yaml"), {unnamed, anonymous});
+  REQUIRE(records.size() == 2);
+  {
+    const nlohmann::json& rec = records[0];
+    INFO(rec.dump(2));
+    REQUIRE(rec["status"] == "prune.ok");
+    CHECK(rec["facets"]["task_file"]["language"] == "python");
+    CHECK(rec["facets"]["task_file"]["language_from"] == "files");
+    CHECK(rec["facets"]["task_file"]["named"] == false);
+    const std::string text = rec["facets"]["context"]["text"];
+    CHECK(text.find("# file: util.py\n") != std::string::npos);
+    CHECK(text.find("def helper(value: int) -> int:") != std::string::npos);
+    CHECK(text.find("# file: untitled.py\n") != std::string::npos);
+    CHECK(text.substr(rec["facets"]["context"]["cursor_offset"].get<std::size_t>(), 3) == "y)\n");
+  }
+  {
+    // No name, no language: passed through every context stage, not failed.
+    const nlohmann::json& rec = records[1];
+    INFO(rec.dump(2));
+    CHECK(rec["status"] == "prune.ok");
+    CHECK(rec["passed"] == true);
+    CHECK(rec["facets"]["task_file"]["language"].is_null());
+    CHECK_FALSE(rec["facets"].contains("anchor"));
+    CHECK_FALSE(rec["facets"].contains("context"));
+  }
+}

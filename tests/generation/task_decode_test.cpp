@@ -10,6 +10,9 @@
 
 #include "graph/pipeline.h"
 #include "graph/validate.h"
+#include "stages/facets/decode_fields.h"
+#include "stages/generation/generate_stage.h"
+#include "stages/generation/line_stops.h"
 #include "stages/generation/register.h"
 #include "stages/generation/task_decode.h"
 #include "tests/generation/gen_test_util.h"
@@ -185,4 +188,82 @@ TEST_CASE("the observer sees the stage and candidate 0's text and can cancel mid
   CHECK(c["finish"] == "cancelled");
   CHECK(c["tokens"].get<int>() < 30);
   CHECK(quitter->text.size() >= 2);
+}
+
+TEST_CASE("/decode's line stops and the table both the task and the stage read",
+          "[generation][decode][stops]") {
+  graph::Item item(
+      graph::Task{"t",
+                  {{"prefix", "a"},
+                   {"decode", {{"n_indent", 4}, {"single_line", true}, {"max_predict_ms", 250}}}}},
+      0);
+  const gen::TaskDecode d = gen::task_decode(item, {}, {.n_indent = 2});
+  CHECK(d.lines.n_indent == 4);
+  CHECK(d.task_n_indent);
+  CHECK(d.lines.single_line);
+  CHECK(d.lines.max_predict_ms == 250);
+  graph::Item plain(graph::Task{"t", {{"prefix", "a"}}}, 0);
+  const gen::TaskDecode s = gen::task_decode(plain, {}, {.n_indent = 2});
+  CHECK(s.lines.n_indent == 2);
+  CHECK_FALSE(s.task_n_indent);
+
+  CHECK_THAT(decode_error({{"n_indent", -1}}),
+             Catch::Contains("/decode/n_indent") && Catch::Contains("an integer in [0, 1024]"));
+  CHECK_THAT(decode_error({{"max_predict_ms", 1.5}}), Catch::Contains("/decode/max_predict_ms"));
+  CHECK_THAT(decode_error({{"single_line", 1}}), Catch::Contains("/decode/single_line"));
+  CHECK_THAT(decode_error({{"nindent", 1}}), Catch::Contains("n_indent, single_line"));
+  CHECK(decode_error({{"seed", 18446744073709551615ULL}}) == "<accepted>");
+
+  // generate.llm's parameters of the same names have the table's limits.
+  const vsynth::graph::Contract c = gen::generate_contract();
+  for (const auto& f : vsynth::stages::facets::decode_fields()) {
+    INFO(f.name);
+    if (f.name == "seed") continue;  // the stage's seed is any int64 (its own parameter)
+    for (const auto& p : c.params) {
+      if (p.name != f.name) continue;
+      if (f.type == vsynth::stages::facets::DecodeType::Integer ||
+          f.type == vsynth::stages::facets::DecodeType::Number) {
+        REQUIRE(p.min);
+        REQUIRE(p.max);
+        CHECK(*p.min == f.min);
+        CHECK(*p.max == f.max);
+      }
+    }
+  }
+}
+
+TEST_CASE("n_indent through generate.llm: the plain output up to its first unindented line",
+          "[generation][decode][stops]") {
+  // The tiny model's vocabulary has no spaces: every line after the first has indentation 0,
+  // so n_indent 1 ends the suggestion at its first line break (greedy: the same tokens). Its
+  // random weights rarely write a line break, so this checks that the stop changes nothing
+  // else; the cut itself is checked on the default model (ide_pipelines_test.cpp).
+  const json plain{{"max_new_tokens", 40}};
+  const json cut{{"max_new_tokens", 40}, {"n_indent", 1}};
+  std::vector<graph::Task> tasks;
+  const std::vector<std::string> prefixes{"def a(", "x", "b(a):\n", "def"};
+  for (std::size_t i = 0; i < prefixes.size(); ++i) {
+    tasks.push_back(
+        graph::Task{"p" + std::to_string(i), {{"prefix", prefixes[i]}, {"decode", plain}}});
+    tasks.push_back(
+        graph::Task{"c" + std::to_string(i), {{"prefix", prefixes[i]}, {"decode", cut}}});
+  }
+  auto r = run(std::move(tasks));
+  for (std::size_t i = 0; i < prefixes.size(); ++i) {
+    const json p = first_candidate(r["p" + std::to_string(i)]);
+    const json c = first_candidate(r["c" + std::to_string(i)]);
+    REQUIRE(p.is_object());
+    REQUIRE(c.is_object());
+    const std::string pt = p["text"], ct = c["text"];
+    INFO(json(pt).dump() << " / " << json(ct).dump());
+    const auto at = gen::indent_cut(pt, 1);
+    if (at) {
+      CHECK(ct == pt.substr(0, *at));
+      CHECK(c["finish"] == "stop");
+      CHECK(c["finish_detail"] == "n_indent 1");
+    } else {
+      CHECK(ct == pt);
+    }
+    CHECK(r["c" + std::to_string(i)]["facets"]["candidates"]["n_indent"] == 1);
+  }
 }

@@ -54,6 +54,66 @@ TEST_CASE("bypass_closure adds the stages that need a skipped stage's facets") {
   CHECK(bad.error.find("no stage `nope`") != std::string::npos);
 }
 
+TEST_CASE("bypass_closure: a stage that requires and provides a facet is not its own provider") {
+  // context.dedup requires and provides `context_units`: with its providers skipped it must be
+  // skipped too, or it fails the item for want of the facet (issue 37).
+  auto reg = test::full_registry();
+  const auto vp = load_text(
+      "stages:\n"
+      "  produce: { use: test.produce }\n"
+      "  rewrite: { use: test.rewrite }\n"
+      "  tail:    { use: test.sleep, with: { ms: 0 } }\n"
+      "edges: [ produce -> rewrite -> tail -> out ]\n",
+      reg);
+  const auto plan = graph::bypass_closure(vp, {"produce"});
+  REQUIRE(plan.error.empty());
+  CHECK(plan.stages == std::vector<std::string>{"produce", "rewrite"});
+  // With its provider running it stays.
+  CHECK(graph::bypass_closure(vp, {"tail"}).stages == std::vector<std::string>{"tail"});
+}
+
+TEST_CASE(
+    "bypass_closure on the shipped pipelines: skipping the file readers skips all that needs "
+    "them") {
+  auto reg = test::full_registry();
+  for (const char* name : {"complete", "context", "anchor", "retrieve"}) {
+    INFO(name);
+    const auto vp =
+        graph::load_pipeline(std::string(VSYNTH_SOURCE_DIR) + "/pipelines/" + name + ".yaml", reg);
+    std::vector<std::string> readers;
+    for (const auto& s : vp.stages) {
+      if (s.kind->contract.reads_task_file) readers.push_back(s.name);
+    }
+    REQUIRE_FALSE(readers.empty());
+    const auto plan = graph::bypass_closure(vp, readers);
+    REQUIRE(plan.error.empty());
+    // Every stage left to run has each facet it requires from another running stage.
+    for (std::size_t i = 0; i < vp.stages.size(); ++i) {
+      const auto& s = vp.stages[i];
+      if (std::find(plan.stages.begin(), plan.stages.end(), s.name) != plan.stages.end()) continue;
+      for (const auto& f : s.kind->contract.requires_facets) {
+        bool provided = false;
+        for (std::size_t j = 0; j < vp.stages.size(); ++j) {
+          const auto& o = vp.stages[j];
+          if (j != i &&
+              std::find(plan.stages.begin(), plan.stages.end(), o.name) == plan.stages.end() &&
+              std::find(o.kind->contract.provides_facets.begin(),
+                        o.kind->contract.provides_facets.end(),
+                        f) != o.kind->contract.provides_facets.end()) {
+            provided = true;
+          }
+        }
+        INFO(s.name << " needs " << f);
+        CHECK(provided);
+      }
+    }
+    if (std::string(name) == "complete") {
+      CHECK(std::find(plan.stages.begin(), plan.stages.end(), "dedup") != plan.stages.end());
+      CHECK(std::find(plan.stages.begin(), plan.stages.end(), "generate") == plan.stages.end());
+    }
+  }
+}
+
 TEST_CASE("bypass_closure refuses a stage whose default port is a failure port") {
   auto reg = test::full_registry();
   const auto vp = load_text(

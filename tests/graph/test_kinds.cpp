@@ -262,6 +262,13 @@ void register_test_kinds(Registry& r) {
     r.add_stage(c, [](const StageContext&) { return std::make_unique<Consume>(); });
   }
   {
+    // Rewrites `a` in place (requires and provides it, like context.dedup's context_units).
+    Contract c = base("test.rewrite");
+    c.requires_facets = {"a"};
+    c.provides_facets = {"a"};
+    r.add_stage(c, [](const StageContext&) { return std::make_unique<Consume>(); });
+  }
+  {
     Contract c = base("test.sleep");
     c.params = {P::integer("ms", 1, 0, 10000, "milliseconds per item")};
     r.add_stage(c, [](const StageContext& ctx) { return std::make_unique<Sleep>(ctx); });

@@ -1,7 +1,7 @@
 // The inference engine's public API: load a GGUF decoder model (gemma3, llama, qwen2), then drive
 // one or more sequences through it token by token. Everything a generation stage needs is here;
-// the pieces behind it live in kernels/model/ (config, weights, forward pass) and kernels/kv/
-// (paged KV cache).
+// the forward pass behind it is kernels/engine.cpp, over kernels/model/ (config, weights, RoPE,
+// vector math) and kernels/kv/ (paged KV cache, attention), which builds on model/ alone.
 //
 //   using namespace vsynth::kernels;
 //   auto model = Model::load("models/gemma-3-270m-q4_k_m.gguf",

@@ -110,7 +110,7 @@ void decode_block(DType t, const std::byte* row, int64_t b, int64_t nbp, float* 
 }  // namespace
 
 bool grouping_available(DType t) {
-  return detail::grouped_for(detail::active_kernels(), t).dot != nullptr;
+  return detail::type_kernels(detail::active_kernels(), t).grouped.dot != nullptr;
 }
 
 bool grouping_wanted(std::string_view env_value, DType t) {

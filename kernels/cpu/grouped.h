@@ -4,8 +4,8 @@
 // token columns that is most of a group's work. A grouped row holds the codes already in the
 // activations' lane order (Q5_0's still 5 bits each) and the scales side by side, so each call
 // only loads them (and, for Q5_0, shifts and masks); results are bit-identical to the plain rows
-// (the same integer block sums and float steps, kernels_x86.inc), so regrouping is an internal
-// speed choice the engine makes (kernels/model/engine.cpp), never a numerical one.
+// (the same integer block sums and float steps, kernels_x86_grouped.inc), so regrouping is an
+// internal speed choice the engine makes (kernels/engine.cpp), never a numerical one.
 #pragma once
 
 #include <cstddef>

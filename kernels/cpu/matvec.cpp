@@ -62,6 +62,15 @@ std::string type_name(DType t) {
   return info ? std::string(info->name) : "type id " + std::to_string(static_cast<uint32_t>(t));
 }
 
+// "f32, f16, ...": the types the kernels compute with, in kTypeTraits' order.
+std::string supported_type_names() {
+  std::string names;
+  for (const detail::TypeTraits& t : detail::kTypeTraits) {
+    names += (names.empty() ? "" : ", ") + type_name(t.type);
+  }
+  return names;
+}
+
 // Activation storage for one call: on the stack when small (decode), else on the heap. Not a
 // thread_local, because a TBB worker waiting inside parallel_for may run another matvec.
 class ActBuffer {
@@ -125,7 +134,7 @@ struct MatmulKernel {
 // tokens two rows at a time where the CPU runs 512-bit vectors at full width; from
 // kUnpackMinTokens matmul unpacks their tiles where the table can (as it does plain rows).
 MatmulKernel grouped_kernel(const KernelTable& kt, const WeightView& w, int64_t n) {
-  const detail::Grouped g = detail::grouped_for(kt, w.type);
+  const detail::Grouped& g = detail::type_kernels(kt, w.type).grouped;
   const size_t ab = detail::act_row_bytes_a32il(w.cols);
   if (g.unpacked.unpack != nullptr && n >= kUnpackMinTokens) {
     return {nullptr,
@@ -148,13 +157,12 @@ MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w, int64_t n
   const int64_t k = w.cols;
   if (w.layout == WeightLayout::Grouped) return grouped_kernel(kt, w, n);
   const ActFormat f = detail::act_format(t);
+  const detail::TypeKernels& tk = detail::type_kernels(kt, t);
   if (f == ActFormat::F32) {
-    return {detail::dot_for(kt, t), kRowKernelCols, nullptr,
-            static_cast<size_t>(k) * sizeof(float)};
+    return {tk.dot, kRowKernelCols, nullptr, static_cast<size_t>(k) * sizeof(float)};
   }
-  const DotFn il = detail::dot_il_for(kt, t);
-  if (const detail::Unpacked u = detail::unpacked_for(kt, t);
-      u.unpack != nullptr && n >= kUnpackMinTokens) {
+  const DotFn il = tk.dot_il;
+  if (const detail::Unpacked& u = tk.unpacked; u.unpack != nullptr && n >= kUnpackMinTokens) {
     const bool a32 = f == ActFormat::Q8A32;
     const detail::QuantizeActFn q = a32 ? kt.quantize_a32il : kt.quantize_a256il;
     const size_t ab = a32 ? detail::act_row_bytes_a32il(k) : detail::act_row_bytes_a256il(k);
@@ -168,8 +176,7 @@ MatmulKernel matmul_kernel(const KernelTable& kt, const WeightView& w, int64_t n
   if (f == ActFormat::Q8A256 && il != nullptr && kt.quantize_a256il != nullptr) {
     return {il, detail::kMaxCols, kt.quantize_a256il, detail::act_row_bytes_a256il(k)};
   }
-  return {detail::dot_for(kt, t), kRowKernelCols, row_quantizer(kt, f),
-          detail::act_row_bytes(f, k)};
+  return {tk.dot, kRowKernelCols, row_quantizer(kt, f), detail::act_row_bytes(f, k)};
 }
 
 }  // namespace
@@ -188,9 +195,9 @@ WeightView make_weight_view(DType type, int64_t rows, int64_t cols, const void* 
 
 void validate_weight_view(const WeightView& w) {
   if (!quant_supported(w.type)) {
-    throw QuantError(label(w) + " has element type " + type_name(w.type) +
-                     ", which the CPU kernels do not support (supported: f32, f16, bf16, q4_0, "
-                     "q5_0, q8_0, q4_K, q5_K, q6_K)");
+    throw QuantError(
+        label(w) + " has element type " + type_name(w.type) +
+        ", which the CPU kernels do not support (supported: " + supported_type_names() + ")");
   }
   const int64_t be = quant_block_elems(w.type);
   if (w.rows < 0 || w.cols <= 0 || w.cols % be != 0) {
@@ -226,7 +233,7 @@ void matvec(const WeightView& w, const float* x, float* y) {
   const KernelTable& kt = detail::active_kernels();
   const int64_t k = w.cols;
   // The row kernel and its activation format (grouped rows: the interleaved row).
-  MatmulKernel mk{detail::dot_for(kt, w.type), 1, nullptr, 0};
+  MatmulKernel mk{detail::type_kernels(kt, w.type).dot, 1, nullptr, 0};
   if (w.layout == WeightLayout::Grouped) {
     mk = grouped_kernel(kt, w, 1);
   } else if (const ActFormat f = detail::act_format(w.type); f != ActFormat::F32) {

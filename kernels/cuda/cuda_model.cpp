@@ -1,4 +1,4 @@
-// CudaModel and its Sequence: the forward pass of kernels/model/engine.cpp on the device (see
+// CudaModel and its Sequence: the forward pass of kernels/engine.cpp on the device (see
 // cuda_model.h for the step structure and the differences from the CPU engine). Weight upload is
 // in cuda_weights.cpp, the KV pool and activation buffers in cuda_plan.cpp.
 #include "kernels/cuda/cuda_model.h"

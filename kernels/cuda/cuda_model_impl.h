@@ -1,5 +1,5 @@
 // CudaModel's internals (internal to kernels/cuda), shared by the three files that implement it,
-// as the CPU engine splits kernels/model/engine.cpp from kernels/model/weights.cpp:
+// as the CPU engine splits kernels/engine.cpp from kernels/model/weights.cpp:
 //
 //   cuda_weights.cpp  upload: the host model's tensors copied once into the weights arena, and
 //                     the device views of them (token_embd, output, per layer DevLayer)

@@ -40,7 +40,8 @@ struct Kernels {
 };
 
 // Whether every entry of k is set (tables use designated initializers; see kernel_table.h's
-// complete() for why a test, tests/kernels/quant_dot_test.cpp, asserts it, not a static_assert).
+// kernel_table_gaps() for why a test, tests/kernels/quant_dot_test.cpp, asserts it, not a
+// static_assert).
 constexpr bool complete(const Kernels& k) {
   return k.scores != nullptr && k.accumulate != nullptr && k.scores_i8 != nullptr &&
          k.accumulate_i8 != nullptr && k.exp_sum != nullptr && k.i8_to_f32 != nullptr &&

@@ -117,7 +117,7 @@ inline constexpr size_t kQ8A32BytesPerBlock = 40;
 // per 32-bit lane (the tail: dwords i and i + 4 in the two halves), so the u8 x s8 dot products
 // of a group's vectors leave each block's exact integer sum in its own lane, with no horizontal
 // reduction per token (the weights are transposed to match once per group, for all tokens;
-// kernels_x86.inc).
+// kernels_x86_a32.inc).
 inline constexpr int kQ8A32ILGroup = 8;
 
 // ---- Grouped Q8_0 and Q5_0 weight rows (our own layouts, made at load, never stored in files) --
@@ -185,7 +185,7 @@ struct BlockQ8A256 {
 // holds four codes of the 32-element stretch L (Q4_K/Q5_K sub-block L; Q6_K sub-block 2L for
 // v < 4, 2L + 1 for v >= 4), so the u8 x s8 dot products of the 8 vectors leave each
 // sub-block's exact integer sum in its own lane, with no horizontal reduction per token (the
-// weights are transposed to match once per super-block, for all tokens; kernels_x86.inc).
+// weights are transposed to match once per super-block, for all tokens; kernels_x86_kquants.inc).
 inline constexpr size_t kQ8A256ILRowAlign = 64;
 
 static_assert(sizeof(BlockQ8A256) == 292);

@@ -17,18 +17,8 @@ size_t act_row_bytes(ActFormat f, int64_t k) {
 }
 
 ActFormat act_format(DType t) {
-  switch (t) {
-    case DType::Q4_0:
-    case DType::Q5_0:
-    case DType::Q8_0:
-      return ActFormat::Q8A32;
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      return ActFormat::Q8A256;
-    default:
-      return ActFormat::F32;
-  }
+  const int i = kernel_type_index(t);
+  return i < 0 ? ActFormat::F32 : kTypeTraits[i].act;
 }
 
 size_t act_row_bytes_a32il(int64_t k) {
@@ -41,25 +31,6 @@ size_t act_row_bytes_a32il(int64_t k) {
 size_t act_row_bytes_a256il(int64_t k) {
   const size_t a = kQ8A256ILRowAlign;
   return (static_cast<size_t>(k / kQKK) * sizeof(BlockQ8A256) + a - 1) / a * a;
-}
-
-DotFn dot_il_for(const KernelTable& table, DType t) {
-  switch (t) {
-    case DType::Q4_0:
-      return table.dot_q4_0_il;
-    case DType::Q5_0:
-      return table.dot_q5_0_il;
-    case DType::Q8_0:
-      return table.dot_q8_0_il;
-    case DType::Q4_K:
-      return table.dot_q4_k_il;
-    case DType::Q5_K:
-      return table.dot_q5_k_il;
-    case DType::Q6_K:
-      return table.dot_q6_k_il;
-    default:
-      return nullptr;
-  }
 }
 
 size_t unpacked_row_bytes(DType t, int64_t k) {
@@ -76,61 +47,70 @@ size_t unpacked_bytes(DType t, int64_t k, int64_t rows) {
   return unpacked_row_bytes(t, k) * static_cast<size_t>((rows + 1) / 2 * 2);  // row pairs
 }
 
-Unpacked unpacked_for(const KernelTable& table, DType t) {
-  switch (t) {
-    case DType::Q4_0:
-      return table.q4_0_unpacked;
-    case DType::Q5_0:
-      return table.q5_0_unpacked;
-    case DType::Q8_0:
-      return table.q8_0_unpacked;
-    case DType::Q4_K:
-      return table.q4_k_unpacked;
-    case DType::Q5_K:
-      return table.q5_k_unpacked;
-    case DType::Q6_K:
-      return table.q6_k_unpacked;
-    default:
-      return {nullptr, nullptr};
-  }
+const TypeKernels& type_kernels(const KernelTable& table, DType t) {
+  static constexpr TypeKernels kNone{
+      .type = DType::F32, .dot = nullptr, .dot_il = nullptr, .unpacked = {}, .grouped = {}};
+  const int i = kernel_type_index(t);
+  return i < 0 ? kNone : table.types[i];
 }
 
-Grouped grouped_for(const KernelTable& table, DType t) {
-  switch (t) {
-    case DType::Q8_0:
-      return {table.dot_q8_0_grouped, table.dot_q8_0_grouped_rows, table.dot_q8_0_grouped_pairs,
-              table.q8_0_grouped_unpacked};
-    case DType::Q5_0:
-      return {table.dot_q5_0_grouped, table.dot_q5_0_grouped_rows, table.dot_q5_0_grouped_pairs,
-              table.q5_0_grouped_unpacked};
-    default:
-      return {nullptr, nullptr, nullptr, {nullptr, nullptr}};
-  }
+namespace {
+
+// One line of kernel_table_gaps when `has` differs from `wants`.
+void check(std::vector<std::string>& gaps, const KernelTable& table, DType t, const char* entry,
+           bool has, bool wants) {
+  if (has == wants) return;
+  const auto info = dtype_info(t);
+  std::string line = std::string(table.name) + ": ";
+  line += info ? std::string(info->name) : std::to_string(static_cast<uint32_t>(t));
+  line += has ? " has a " + std::string(entry) + ", which its traits and the table's forms rule out"
+              : " has no " + std::string(entry);
+  gaps.push_back(std::move(line));
 }
 
-DotFn dot_for(const KernelTable& table, DType t) {
-  switch (t) {
-    case DType::F32:
-      return table.dot_f32;
-    case DType::F16:
-      return table.dot_f16;
-    case DType::BF16:
-      return table.dot_bf16;
-    case DType::Q4_0:
-      return table.dot_q4_0;
-    case DType::Q5_0:
-      return table.dot_q5_0;
-    case DType::Q8_0:
-      return table.dot_q8_0;
-    case DType::Q4_K:
-      return table.dot_q4_k;
-    case DType::Q5_K:
-      return table.dot_q5_k;
-    case DType::Q6_K:
-      return table.dot_q6_k;
-    default:
-      return nullptr;
+}  // namespace
+
+std::vector<std::string> kernel_table_gaps(const KernelTable& table) {
+  std::vector<std::string> gaps;
+  const Forms& f = table.forms;
+  const auto table_entry = [&](const char* entry, bool has, bool wants) {
+    if (has != wants) {
+      gaps.push_back(std::string(table.name == nullptr ? "(unnamed)" : table.name) + ": " + entry +
+                     (has ? " is set without its form" : " is missing"));
+    }
+  };
+  table_entry("name", table.name != nullptr, true);
+  if (table.name == nullptr) return gaps;
+  table_entry("quantize_a32", table.quantize_a32 != nullptr, true);
+  table_entry("quantize_a256", table.quantize_a256 != nullptr, true);
+  table_entry("f16_to_f32", table.f16_to_f32 != nullptr, true);
+  table_entry("f32_to_f16", table.f32_to_f16 != nullptr, true);
+  table_entry("quantize_a32il", table.quantize_a32il != nullptr, f.il);
+  table_entry("quantize_a256il", table.quantize_a256il != nullptr, f.il);
+  for (int i = 0; i < kNumKernelTypes; ++i) {
+    const TypeTraits& tt = kTypeTraits[i];
+    const TypeKernels& r = table.types[i];
+    const DType t = tt.type;
+    if (r.type != t) {
+      check(gaps, table, t, "row in kTypeTraits' order", false, true);
+      continue;
+    }
+    const bool quant = tt.act != ActFormat::F32;
+    check(gaps, table, t, "dot", r.dot != nullptr, true);
+    check(gaps, table, t, "dot_il", r.dot_il != nullptr, f.il && quant);
+    check(gaps, table, t, "unpacked.unpack", r.unpacked.unpack != nullptr, f.unpacked && quant);
+    check(gaps, table, t, "unpacked.dot_rows", r.unpacked.dot_rows != nullptr, f.unpacked && quant);
+    check(gaps, table, t, "grouped.dot", r.grouped.dot != nullptr, f.grouped && tt.grouped);
+    check(gaps, table, t, "grouped.dot_rows", r.grouped.dot_rows != nullptr,
+          f.grouped && tt.grouped);
+    check(gaps, table, t, "grouped.dot_pairs", r.grouped.dot_pairs != nullptr,
+          f.pairs && tt.grouped);
+    check(gaps, table, t, "grouped.unpacked.unpack", r.grouped.unpacked.unpack != nullptr,
+          f.unpacked && tt.grouped);
+    check(gaps, table, t, "grouped.unpacked.dot_rows", r.grouped.unpacked.dot_rows != nullptr,
+          f.unpacked && tt.grouped);
   }
+  return gaps;
 }
 
 }  // namespace vsynth::kernels::detail

@@ -6,10 +6,36 @@
 // time. All tables compute the same integer dot products block by block; scalar and SIMD differ
 // only in the order floats are summed, so results agree to float rounding, and the two SIMD tables
 // give bit-identical results (tests check both).
+//
+// A table has one row per weight type (TypeKernels: dot, dot_il, unpacked, grouped), in the
+// order of kTypeTraits, the list of the types the kernels compute with. What a row must hold
+// follows from the type's traits and the table's Forms; tests/kernels/kernel_table_test.cpp walks
+// every type of every table and fails on a kernel missing (or one set where the type has no use
+// for it): kernel_table_gaps().
+//
+// Adding a weight type (say q3_K), in this order:
+//  1. kernels/dtype.cpp: the type's geometry with supported = true (dtype.h has its GGUF id).
+//  2. kernels/quant/blocks.h: its block as a struct with a static size assert.
+//  3. kernels/quant/quantize.cpp: quantize_row / dequantize_row, the portable reference (and
+//     quant_supported, quant_block_elems, row_size: its cases there).
+//  4. kTypeTraits below: its row (activation format, grouped rows or not, CUDA or not).
+//  5. kernels_scalar.cpp: a one-column dot, in the scalar table's row.
+//  6. x86: its kernels in the family's file (kernels_x86_float.inc, kernels_x86_a32.inc,
+//     kernels_x86_kquants.inc; a new family: a new file, included by kernels_x86.inc) and its row
+//     in kernels_x86.inc's table: dot; dot_il on interleaved activations; with VNNI the
+//     unpacked-row pair (blocks.h, "Unpacked weight rows"). Each must be bit-identical to the
+//     other forms and across the AVX2 / VNNI tables (tests/kernels/quant_prefill_test.cpp).
+//  7. CUDA (traits.cuda): kernels/cuda/quant_unpack.cuh (a QT tag, block_bytes, unpack<T>) and
+//     the switch of ops_quant.cu (visit_type).
+//  8. kernel_table_test fails until 1, 3, 4, 5 and 6 agree; then add the type to the type lists
+//     of tests/kernels/quant_*_test.cpp (bounds, bit-identity across forms and tables).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "kernels/dtype.h"
 
@@ -22,7 +48,42 @@ enum class ActFormat { F32, Q8A32, Q8A256 };
 // Bytes of one activation row of k elements in format f (k a multiple of its block size).
 size_t act_row_bytes(ActFormat f, int64_t k);
 
-// Activation format and element granularity for weight type t (t supported, see quantize.h).
+// What the kernels know of a weight type, whatever the table.
+struct TypeTraits {
+  DType type;
+  ActFormat act;  // how its dot kernels take the input vector
+  bool grouped;   // has the grouped row layout (blocks.h; kernels/cpu/grouped.h makes it at load)
+  // The CUDA backend computes with it: kernels/cuda/quant_unpack.cuh has its unpack<T> and
+  // ops_quant.cu's visit_type its case. Kept in step by hand: the CUDA sources build only where
+  // nvcc is, and no test here reaches them.
+  bool cuda;
+};
+
+// The weight types the CPU kernels compute with (quant_supported), in the order of every
+// table's rows.
+inline constexpr TypeTraits kTypeTraits[] = {
+    {.type = DType::F32, .act = ActFormat::F32, .grouped = false, .cuda = true},
+    {.type = DType::F16, .act = ActFormat::F32, .grouped = false, .cuda = true},
+    {.type = DType::BF16, .act = ActFormat::F32, .grouped = false, .cuda = true},
+    {.type = DType::Q4_0, .act = ActFormat::Q8A32, .grouped = false, .cuda = true},
+    {.type = DType::Q5_0, .act = ActFormat::Q8A32, .grouped = true, .cuda = true},
+    {.type = DType::Q8_0, .act = ActFormat::Q8A32, .grouped = true, .cuda = true},
+    {.type = DType::Q4_K, .act = ActFormat::Q8A256, .grouped = false, .cuda = true},
+    {.type = DType::Q5_K, .act = ActFormat::Q8A256, .grouped = false, .cuda = true},
+    {.type = DType::Q6_K, .act = ActFormat::Q8A256, .grouped = false, .cuda = true},
+};
+inline constexpr int kNumKernelTypes = static_cast<int>(std::size(kTypeTraits));
+
+// The index of t's row in kTypeTraits and in every table; -1 for a type the kernels do not
+// compute with.
+constexpr int kernel_type_index(DType t) {
+  for (int i = 0; i < kNumKernelTypes; ++i) {
+    if (kTypeTraits[i].type == t) return i;
+  }
+  return -1;
+}
+
+// Activation format of weight type t (F32 for a type the kernels do not compute with).
 ActFormat act_format(DType t);
 
 // Most activation columns one dot call handles: matmul feeds up to this many tokens per weight
@@ -60,11 +121,51 @@ size_t unpacked_bytes(DType t, int64_t k, int64_t rows);
 
 // A type's unpacker and the DotRowsFn that takes its unpacked rows (row_bytes: the unpacked
 // rows' stride) with the type's interleaved activations (Q8A32 or Q8A256); each output
-// bit-identical to the type's prefill kernel dot_*_il on the plain row. Both nullptr where a
+// bit-identical to the type's prefill kernel dot_il on the plain row. Both nullptr where a
 // table has none.
 struct Unpacked {
   UnpackRowsFn unpack;
   DotRowsFn dot_rows;
+};
+
+// The kernels of Q8_0 / Q5_0 weights in the grouped row layouts (blocks.h, made at load by
+// kernels/cpu/grouped.h), on interleaved Q8A32 activation rows, for matvec and matmul alike:
+// bit-identical to the type's dot / dot_il on the plain rows. Each nullptr where the table (or
+// the type) has none: the engine then keeps the rows plain.
+struct Grouped {
+  DotFn dot;
+  DotRowsFn dot_rows;  // the same over many rows in one call (bit-identical row by row)
+  // dot_rows' form on two rows per 512-bit vector (bit-identical, any column count; the VNNI
+  // table only). matmul takes it for a batched decode step's 3-8 columns where the CPU runs
+  // 512-bit operations at full width (kernels/cpu/matvec.cpp).
+  DotRowsFn dot_pairs;
+  // From grouped rows to the same unpacked row pairs (and the same dot_rows) as the plain rows
+  // give.
+  Unpacked unpacked;
+};
+
+// One weight type's kernels in one table.
+struct TypeKernels {
+  DType type;  // kTypeTraits' type of the same index
+  DotFn dot;   // every type, every table
+  // Prefill (matmul) kernel of a quantized type on interleaved activation rows (Q8A32 rows from
+  // quantize_a32il, act_row_bytes_a32il(k) apart; Q8A256 ones from quantize_a256il; blocks.h).
+  // Each output is bit-identical to dot on the same weights and input (the same exact integer
+  // block sums, the same float operations in the same order). nullptr where a table has none
+  // (scalar): matmul then uses dot.
+  DotFn dot_il;
+  // Prefill on unpacked rows (matmul prefers it where set: the VNNI table, whose 32 zmm
+  // registers hold a tile of four or six rows by four tokens).
+  Unpacked unpacked;
+  Grouped grouped;  // the types with grouped rows (TypeTraits::grouped)
+};
+
+// The kernel forms a table has beyond each type's dot: what kernel_table_gaps asks of its rows.
+struct Forms {
+  bool il;        // quantize_a32il / quantize_a256il and every quantized type's dot_il
+  bool grouped;   // grouped.dot and grouped.dot_rows of the types with grouped rows
+  bool pairs;     // grouped.dot_pairs
+  bool unpacked;  // every quantized type's unpacked, and grouped.unpacked
 };
 
 // x[k] floats -> one Q8A32 row (k / 32 blocks) or k / 256 BlockQ8A256 blocks at out.
@@ -84,95 +185,35 @@ using F32ToF16RowFn = void (*)(const float* x, uint16_t* y, int64_t n);
 
 struct KernelTable {
   const char* name;  // "scalar", "avx2" or "avx512vnni"
+  Forms forms;
   QuantizeActFn quantize_a32;
   QuantizeActFn quantize_a256;
   F16RowFn f16_to_f32;
   F32ToF16RowFn f32_to_f16;
-  DotFn dot_f32;
-  DotFn dot_f16;
-  DotFn dot_bf16;
-  DotFn dot_q4_0;
-  DotFn dot_q5_0;
-  DotFn dot_q8_0;
-  DotFn dot_q4_k;
-  DotFn dot_q5_k;
-  DotFn dot_q6_k;
-  // Prefill (matmul) kernels of the 32-element types, on interleaved Q8A32 activation rows
-  // (blocks.h; quantize_a32il writes them, act_row_bytes_a32il(k) apart). Each output is
-  // bit-identical to the row kernel above on the same weights and input (the same exact integer
-  // block sums, the same float operations in the same order). nullptr where a table has none
-  // (scalar): matmul then uses the row kernels.
-  QuantizeActFn quantize_a32il;
-  DotFn dot_q4_0_il;
-  DotFn dot_q5_0_il;
-  DotFn dot_q8_0_il;
-  // The same for the K-quants, on interleaved Q8A256 rows (blocks.h; quantize_a256il writes
-  // them, act_row_bytes_a256il(k) apart).
-  QuantizeActFn quantize_a256il;
-  DotFn dot_q4_k_il;
-  DotFn dot_q5_k_il;
-  DotFn dot_q6_k_il;
-  // Q8_0 / Q5_0 weights in the grouped row layouts (blocks.h, made at load by
-  // kernels/cpu/grouped.h), on interleaved Q8A32 activation rows, for matvec and matmul alike:
-  // bit-identical to dot_q8_0 / dot_q8_0_il (dot_q5_0 / dot_q5_0_il) on the plain rows.
-  // nullptr where a table has none (scalar): the engine then keeps the rows plain.
-  // The *_rows entries: the same over many rows in one call (bit-identical row by row).
-  DotFn dot_q8_0_grouped;
-  DotRowsFn dot_q8_0_grouped_rows;
-  DotFn dot_q5_0_grouped;
-  DotRowsFn dot_q5_0_grouped_rows;
-  // The *_rows entries' form on two rows per 512-bit vector (bit-identical, any column count;
-  // the VNNI table only). matmul takes it for a batched decode step's 3-8 columns where the CPU
-  // runs 512-bit operations at full width (kernels/cpu/matvec.cpp).
-  DotRowsFn dot_q8_0_grouped_pairs;
-  DotRowsFn dot_q5_0_grouped_pairs;
-  // Prefill on unpacked rows (matmul prefers it where set: the VNNI table, whose 32 zmm
-  // registers hold a tile of four or six rows by four tokens).
-  Unpacked q4_0_unpacked;
-  Unpacked q5_0_unpacked;
-  Unpacked q8_0_unpacked;
-  Unpacked q4_k_unpacked;
-  Unpacked q5_k_unpacked;
-  Unpacked q6_k_unpacked;
-  // From grouped rows to the same unpacked row pairs (and the same dot_rows) as the plain
-  // Q8_0 / Q5_0 rows give.
-  Unpacked q8_0_grouped_unpacked;
-  Unpacked q5_0_grouped_unpacked;
+  QuantizeActFn quantize_a32il;        // forms.il
+  QuantizeActFn quantize_a256il;       // forms.il
+  TypeKernels types[kNumKernelTypes];  // kTypeTraits' order (rows_in_order)
 };
 
-// Whether every entry of t is set. Tables are written with designated initializers (an entry is
-// named, so it cannot land in a neighbour's slot; GCC's -Wmissing-field-initializers, an error
-// here, catches one left out) and tests/kernels/quant_dot_test.cpp asserts this for every
-// table on every compiler (the optional entries quantize_a32il, quantize_a256il, dot_*_il, the
-// grouped entries and the unpacked ones excepted). Not a static_assert: under
-// -fsanitize=undefined GCC does not treat a function's address compared with nullptr as a constant
-// expression.
-constexpr bool complete(const KernelTable& t) {
-  return t.name != nullptr && t.quantize_a32 != nullptr && t.quantize_a256 != nullptr &&
-         t.f16_to_f32 != nullptr && t.f32_to_f16 != nullptr && t.dot_f32 != nullptr &&
-         t.dot_f16 != nullptr && t.dot_bf16 != nullptr && t.dot_q4_0 != nullptr &&
-         t.dot_q5_0 != nullptr && t.dot_q8_0 != nullptr && t.dot_q4_k != nullptr &&
-         t.dot_q5_k != nullptr && t.dot_q6_k != nullptr;
+// Whether t's rows name kTypeTraits' types in its order (a static_assert beside each table).
+constexpr bool rows_in_order(const KernelTable& t) {
+  for (int i = 0; i < kNumKernelTypes; ++i) {
+    if (t.types[i].type != kTypeTraits[i].type) return false;
+  }
+  return true;
 }
 
-// The dot kernel of table for weight type t; nullptr if t has none.
-DotFn dot_for(const KernelTable& table, DType t);
+// What table t lacks, or holds where it should not, one line each ("avx2: q4_K has no dot_il");
+// empty when every entry the forms and the types' traits ask for is set and no other.
+// Tables are written with designated initializers (an entry is named, so it cannot land in a
+// neighbour's slot; GCC's -Wmissing-field-initializers, an error here, catches one left out).
+// Not a static_assert: under -fsanitize=undefined GCC does not treat a function's address
+// compared with nullptr as a constant expression; tests/kernels/kernel_table_test.cpp checks
+// every table this build has.
+std::vector<std::string> kernel_table_gaps(const KernelTable& t);
 
-// The interleaved-activation (prefill) dot kernel of table for t; nullptr if t has none there.
-DotFn dot_il_for(const KernelTable& table, DType t);
-
-// The unpacked-row prefill kernels of table for t; both nullptr if t has none there.
-Unpacked unpacked_for(const KernelTable& table, DType t);
-
-// The grouped-row kernels of table for t (Q8_0, Q5_0): the dot, its form over many rows, and
-// the unpacker of grouped tiles; each nullptr where the table (or the type) has none.
-struct Grouped {
-  DotFn dot;
-  DotRowsFn dot_rows;
-  DotRowsFn dot_pairs;
-  Unpacked unpacked;
-};
-Grouped grouped_for(const KernelTable& table, DType t);
+// Table's row for weight type t; a row of nullptrs for a type the kernels do not compute with.
+const TypeKernels& type_kernels(const KernelTable& table, DType t);
 
 const KernelTable& scalar_kernels();
 // nullptr when this build has no AVX2 translation unit (non-x86 targets). Whether the CPU can

@@ -1,6 +1,7 @@
 // The AVX2 + FMA + F16C kernel table (kernels/CMakeLists.local.cmake compiles this file alone
-// with those flags). The kernels themselves are in kernels_x86.inc, shared with the
-// AVX512-VNNI table.
+// with those flags). The kernels themselves are in kernels_x86.inc and the family files it
+// includes (kernels_x86_{common,float,a32,grouped,kquants}.inc), shared with the AVX512-VNNI
+// table.
 #include "kernels/quant/kernel_table.h"
 
 #define VS_X86_VNNI 0

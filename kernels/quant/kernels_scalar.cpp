@@ -230,44 +230,30 @@ void dot_cols(int64_t k, const void* w, const void* act, size_t act_stride, int 
   for (int c = 0; c < ncols; ++c) y[c] = F(k, w, base + static_cast<size_t>(c) * act_stride);
 }
 
+// A row with the one-column dot only: matmul uses it for every token count on this path.
+constexpr TypeKernels dot_only(DType t, DotFn dot) {
+  return {.type = t, .dot = dot, .dot_il = nullptr, .unpacked = {}, .grouped = {}};
+}
+
 constexpr KernelTable kScalar = {
     .name = "scalar",
+    .forms = {.il = false, .grouped = false, .pairs = false, .unpacked = false},
     .quantize_a32 = quantize_a32,
     .quantize_a256 = quantize_a256,
     .f16_to_f32 = f16_to_f32_row,
     .f32_to_f16 = f32_to_f16_row,
-    .dot_f32 = dot_cols<dot1_f32>,
-    .dot_f16 = dot_cols<dot1_f16>,
-    .dot_bf16 = dot_cols<dot1_bf16>,
-    .dot_q4_0 = dot_cols<dot1_q4_0>,
-    .dot_q5_0 = dot_cols<dot1_q5_0>,
-    .dot_q8_0 = dot_cols<dot1_q8_0>,
-    .dot_q4_k = dot_cols<dot1_qk_affine<false>>,
-    .dot_q5_k = dot_cols<dot1_qk_affine<true>>,
-    .dot_q6_k = dot_cols<dot1_q6_k>,
-    .quantize_a32il = nullptr,  // matmul uses the row kernels on this path
-    .dot_q4_0_il = nullptr,
-    .dot_q5_0_il = nullptr,
-    .dot_q8_0_il = nullptr,
+    .quantize_a32il = nullptr,
     .quantize_a256il = nullptr,
-    .dot_q4_k_il = nullptr,
-    .dot_q5_k_il = nullptr,
-    .dot_q6_k_il = nullptr,
-    .dot_q8_0_grouped = nullptr,
-    .dot_q8_0_grouped_rows = nullptr,
-    .dot_q5_0_grouped = nullptr,
-    .dot_q5_0_grouped_rows = nullptr,
-    .dot_q8_0_grouped_pairs = nullptr,
-    .dot_q5_0_grouped_pairs = nullptr,
-    .q4_0_unpacked = {nullptr, nullptr},
-    .q5_0_unpacked = {nullptr, nullptr},
-    .q8_0_unpacked = {nullptr, nullptr},
-    .q4_k_unpacked = {nullptr, nullptr},
-    .q5_k_unpacked = {nullptr, nullptr},
-    .q6_k_unpacked = {nullptr, nullptr},
-    .q8_0_grouped_unpacked = {nullptr, nullptr},
-    .q5_0_grouped_unpacked = {nullptr, nullptr},
+    .types = {dot_only(DType::F32, dot_cols<dot1_f32>), dot_only(DType::F16, dot_cols<dot1_f16>),
+              dot_only(DType::BF16, dot_cols<dot1_bf16>),
+              dot_only(DType::Q4_0, dot_cols<dot1_q4_0>),
+              dot_only(DType::Q5_0, dot_cols<dot1_q5_0>),
+              dot_only(DType::Q8_0, dot_cols<dot1_q8_0>),
+              dot_only(DType::Q4_K, dot_cols<dot1_qk_affine<false>>),
+              dot_only(DType::Q5_K, dot_cols<dot1_qk_affine<true>>),
+              dot_only(DType::Q6_K, dot_cols<dot1_q6_k>)},
 };
+static_assert(rows_in_order(kScalar));
 
 }  // namespace
 

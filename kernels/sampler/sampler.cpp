@@ -114,164 +114,244 @@ const float* Sampler::prepare(std::span<const float> logits, std::span<const Tok
   return work_.data();
 }
 
-TokenId Sampler::pick(const float* l, std::size_t n, const TokenMask& mask) {
-  namespace vm = sampler_math;
-  // The domain: every id, or the allowed ones (sorted, deduplicated), minus -inf/NaN logits.
-  std::vector<TokenId> allowed;
-  if (mask.allowed) {
-    allowed = *mask.allowed;
-    std::sort(allowed.begin(), allowed.end());
-    allowed.erase(std::unique(allowed.begin(), allowed.end()), allowed.end());
+namespace {
+
+namespace vm = sampler_math;
+
+// The tokens pick chooses among: every id of the vocabulary, or the allowed ones (sorted,
+// deduplicated); an id whose logit is -inf or NaN is never one of them.
+class Domain {
+ public:
+  Domain(const float* l, std::size_t n, const TokenMask& mask)
+      : l_(l), n_(n), masked_(mask.allowed.has_value()) {
+    if (masked_) {
+      allowed_ = *mask.allowed;
+      std::sort(allowed_.begin(), allowed_.end());
+      allowed_.erase(std::unique(allowed_.begin(), allowed_.end()), allowed_.end());
+    }
   }
-  auto for_domain = [&](auto&& f) {
-    if (mask.allowed) {
-      for (TokenId id : allowed) {
-        const float v = l[static_cast<std::size_t>(id)];
+  const float* logits() const { return l_; }
+  std::size_t vocab() const { return n_; }
+  // Whether an allowed set restricts the domain (the whole-vocabulary kernels do not apply).
+  bool masked() const { return masked_; }
+  std::size_t allowed_size() const { return allowed_.size(); }
+
+  // f(id, logit) for each token of the domain, in id order.
+  template <typename F>
+  void each(F&& f) const {
+    if (masked_) {
+      for (TokenId id : allowed_) {
+        const float v = l_[static_cast<std::size_t>(id)];
         if (v > kNegInf) f(id, v);
       }
     } else {
-      for (std::size_t i = 0; i < n; ++i) {
-        if (l[i] > kNegInf) f(static_cast<TokenId>(i), l[i]);
+      for (std::size_t i = 0; i < n_; ++i) {
+        if (l_[i] > kNegInf) f(static_cast<TokenId>(i), l_[i]);
       }
     }
-  };
+  }
 
-  // The maximum and the first id holding it (greedy needs nothing more).
-  float m = kNegInf;
-  TokenId best = kNoToken;
-  if (mask.allowed) {
-    for_domain([&](TokenId id, float v) {
-      if (v > m) {  // strict: ties keep the lowest id
-        m = v;
-        best = id;
+ private:
+  const float* l_;
+  std::size_t n_;
+  bool masked_;
+  std::vector<TokenId> allowed_;
+};
+
+struct Best {
+  float logit = kNegInf;
+  TokenId id = kNoToken;
+};
+
+// Phase 1: the highest logit and the first id holding it (greedy needs nothing more);
+// kNoToken when the domain is empty.
+Best find_best(const Domain& d) {
+  Best b;
+  if (d.masked()) {
+    d.each([&](TokenId id, float v) {
+      if (v > b.logit) {  // strict: ties keep the lowest id
+        b.logit = v;
+        b.id = id;
       }
     });
   } else {
-    m = vm::max_of(l, n);
-    if (m > kNegInf) best = static_cast<TokenId>(vm::first_index_of(l, n, m));
+    b.logit = vm::max_of(d.logits(), d.vocab());
+    if (b.logit > kNegInf) {
+      b.id = static_cast<TokenId>(vm::first_index_of(d.logits(), d.vocab(), b.logit));
+    }
   }
-  if (best == kNoToken || params_.temperature <= 0.0f) return best;
+  return b;
+}
 
-  const SamplerParams& p = params_;
-  const double inv_t = 1.0 / static_cast<double>(p.temperature);
-  const auto inv_tf = static_cast<float>(inv_t);
-  auto weight = [&](float v) { return std::exp((static_cast<double>(v) - m) * inv_t); };
-  // Sum of weights over the whole domain.
-  auto total_weight = [&] {
-    if (!mask.allowed) return vm::sum_exp(l, n, m, inv_tf);
+// A token's weight exp((logit - m) / temperature), m the domain's highest logit: in double for
+// the candidates' probabilities, in float (the vectorised exp) for sums over the domain.
+struct Weights {
+  Weights(float max_logit, float temperature)
+      : m(max_logit),
+        inv_t(1.0 / static_cast<double>(temperature)),
+        inv_tf(static_cast<float>(inv_t)) {}
+  double of(float v) const { return std::exp((static_cast<double>(v) - m) * inv_t); }
+  // Sum of the weights over the whole domain.
+  double total(const Domain& d) const {
+    if (!d.masked()) return vm::sum_exp(d.logits(), d.vocab(), m, inv_tf);
     double z = 0.0;
-    for_domain([&](TokenId, float v) { z += vm::exp_nonpos((v - m) * inv_tf); });
+    d.each([&](TokenId, float v) { z += vm::exp_nonpos((v - m) * inv_tf); });
     return z;
-  };
-
-  if (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f) {
-    // Plain temperature sampling over the whole domain: inverse CDF, no selection. Walks
-    // 256-token blocks by their vectorised sums, then the block holding the draw token by token.
-    const double u = rng_.uniform() * total_weight();
-    double acc = 0.0;
-    TokenId last = best;
-    if (mask.allowed) {
-      TokenId chosen = kNoToken;
-      for_domain([&](TokenId id, float v) {
-        if (chosen != kNoToken) return;
-        acc += vm::exp_nonpos((v - m) * inv_tf);
-        last = id;
-        if (acc > u) chosen = id;
-      });
-      return chosen != kNoToken ? chosen : last;
-    }
-    constexpr std::size_t kWalkBlock = 256;
-    for (std::size_t b = 0; b < n; b += kWalkBlock) {
-      const std::size_t len = std::min(kWalkBlock, n - b);
-      const double block = vm::sum_exp(l + b, len, m, inv_tf);
-      if (acc + block <= u) {
-        acc += block;
-        continue;
-      }
-      for (std::size_t i = b; i < b + len; ++i) {
-        if (!(l[i] > kNegInf)) continue;
-        acc += vm::exp_nonpos((l[i] - m) * inv_tf);
-        last = static_cast<TokenId>(i);
-        if (acc > u) return last;
-      }
-    }
-    return last;  // rounding at the very end of the walk
   }
+  float m;
+  double inv_t;
+  float inv_tf;
+};
 
-  auto cmp = [](const Cand& a, const Cand& b) { return better(a, b); };
+// Phase 2a, plain temperature sampling (no truncation): the token where the cumulative weight
+// first passes unit * total, by the inverse CDF, no selection. Unmasked, it walks 256-token
+// blocks by their vectorised sums, then the block holding the draw token by token. A rounding
+// shortfall at the very end gives the last token of the domain.
+TokenId draw_plain(const Domain& d, const Weights& w, TokenId best, double unit) {
+  const double u = unit * w.total(d);
+  double acc = 0.0;
+  TokenId last = best;
+  if (d.masked()) {
+    TokenId chosen = kNoToken;
+    d.each([&](TokenId id, float v) {
+      if (chosen != kNoToken) return;
+      acc += vm::exp_nonpos((v - w.m) * w.inv_tf);
+      last = id;
+      if (acc > u) chosen = id;
+    });
+    return chosen != kNoToken ? chosen : last;
+  }
+  const float* l = d.logits();
+  const std::size_t n = d.vocab();
+  constexpr std::size_t kWalkBlock = 256;
+  for (std::size_t b = 0; b < n; b += kWalkBlock) {
+    const std::size_t len = std::min(kWalkBlock, n - b);
+    const double block = vm::sum_exp(l + b, len, w.m, w.inv_tf);
+    if (acc + block <= u) {
+      acc += block;
+      continue;
+    }
+    for (std::size_t i = b; i < b + len; ++i) {
+      if (!(l[i] > kNegInf)) continue;
+      acc += vm::exp_nonpos((l[i] - w.m) * w.inv_tf);
+      last = static_cast<TokenId>(i);
+      if (acc > u) return last;
+    }
+  }
+  return last;
+}
+
+// The k best tokens of the domain into heap, best first; returns how many tokens the domain
+// holds, or (unmasked, heap not full) just the heap's size: only a full heap needs to know how
+// much it left out.
+std::size_t collect_best(const Domain& d, std::size_t k, std::vector<vm::Scored>& heap) {
+  if (!d.masked()) {
+    vm::top_k(d.logits(), d.vocab(), k, heap);
+    return heap.size() < k ? heap.size() : vm::count_finite(d.logits(), d.vocab());
+  }
+  const auto cmp = [](const vm::Scored& a, const vm::Scored& b) { return better(a, b); };
+  std::size_t domain = 0;
+  heap.clear();
+  heap.reserve(std::min(k, d.allowed_size()));
+  d.each([&](TokenId id, float v) {
+    ++domain;
+    const vm::Scored c{v, id};
+    if (heap.size() < k) {
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), cmp);
+    } else if (better(c, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), cmp);
+      heap.back() = c;
+      std::push_heap(heap.begin(), heap.end(), cmp);
+    }
+  });
+  std::sort_heap(heap.begin(), heap.end(), cmp);  // best first
+  return domain;
+}
+
+// How many of the candidates (weights probs, best first, normalised by denom) top-p and min-p
+// keep, and whether either cut inside them.
+struct Cut {
+  std::size_t keep;
+  bool cut;
+};
+Cut cut_top_p_min_p(const std::vector<double>& probs, double denom, const SamplerParams& p) {
+  Cut c{probs.size(), false};
+  if (p.top_p < 1.0f) {
+    double acc = 0.0;
+    for (std::size_t i = 0; i < probs.size(); ++i) {
+      acc += probs[i] / denom;
+      if (acc >= p.top_p) {
+        c = {i + 1, true};
+        break;
+      }
+    }
+  }
+  if (p.min_p > 0.0f) {
+    const double floor = static_cast<double>(p.min_p) * probs[0];
+    for (std::size_t i = 1; i < c.keep; ++i) {
+      if (probs[i] < floor) {
+        c = {i, true};
+        break;
+      }
+    }
+  }
+  return c;
+}
+
+// Phase 2b, truncated sampling: the candidates top-k, top-p and min-p keep, heap[0, keep) best
+// first with their weights in probs. Without top-k the heap starts at 64 and widens 8x until the
+// top-p mass or the min-p cut falls inside it (or it holds the whole domain).
+std::size_t truncate(const Domain& d, const Weights& w, const SamplerParams& p,
+                     std::vector<vm::Scored>& heap, std::vector<double>& probs) {
   const bool by_k = p.top_k > 0;
   std::size_t k = by_k ? static_cast<std::size_t>(p.top_k) : 64;
   double z_all = -1.0;  // computed once, only when top-p needs the whole domain's mass
-  std::size_t keep = 0;
   while (true) {
-    std::size_t domain = 0;
-    if (mask.allowed) {
-      heap_.clear();
-      heap_.reserve(std::min(k, allowed.size()));
-      for_domain([&](TokenId id, float v) {
-        ++domain;
-        const Cand c{v, id};
-        if (heap_.size() < k) {
-          heap_.push_back(c);
-          std::push_heap(heap_.begin(), heap_.end(), cmp);
-        } else if (better(c, heap_.front())) {
-          std::pop_heap(heap_.begin(), heap_.end(), cmp);
-          heap_.back() = c;
-          std::push_heap(heap_.begin(), heap_.end(), cmp);
-        }
-      });
-      std::sort_heap(heap_.begin(), heap_.end(), cmp);  // best first
-    } else {
-      vm::top_k(l, n, k, heap_);
-      // Only a heap that came back full needs to know how much it left out.
-      domain = heap_.size() < k ? heap_.size() : vm::count_finite(l, n);
-    }
-    const std::size_t s = heap_.size();
-    probs_.resize(s);
+    const std::size_t domain = collect_best(d, k, heap);
+    const std::size_t s = heap.size();
+    probs.resize(s);
     double sum = 0.0;
-    for (std::size_t i = 0; i < s; ++i) sum += probs_[i] = weight(heap_[i].logit);
+    for (std::size_t i = 0; i < s; ++i) sum += probs[i] = w.of(heap[i].logit);
     const bool whole = by_k || s >= domain;  // the heap holds the whole (truncated) domain
     double denom = sum;
     if (!whole && p.top_p < 1.0f) {
-      if (z_all < 0) z_all = total_weight();
+      if (z_all < 0) z_all = w.total(d);
       denom = std::max(z_all, sum);
     }
-    keep = s;
-    bool cut = false;
-    if (p.top_p < 1.0f) {
-      double acc = 0.0;
-      for (std::size_t i = 0; i < s; ++i) {
-        acc += probs_[i] / denom;
-        if (acc >= p.top_p) {
-          keep = i + 1;
-          cut = true;
-          break;
-        }
-      }
-    }
-    if (p.min_p > 0.0f) {
-      const double floor = static_cast<double>(p.min_p) * probs_[0];
-      for (std::size_t i = 1; i < keep; ++i) {
-        if (probs_[i] < floor) {
-          keep = i;
-          cut = true;
-          break;
-        }
-      }
-    }
-    if (whole || cut) break;
+    const Cut c = cut_top_p_min_p(probs, denom, p);
+    if (whole || c.cut) return c.keep;
     k = std::min(domain, k * 8);  // the cut lies beyond the heap: widen it
   }
+}
 
+// Phase 3: one draw among the kept candidates, in proportion to their weights.
+TokenId draw_kept(const std::vector<vm::Scored>& heap, const std::vector<double>& probs,
+                  std::size_t keep, double unit) {
   double total = 0.0;
-  for (std::size_t i = 0; i < keep; ++i) total += probs_[i];
-  const double u = rng_.uniform() * total;
+  for (std::size_t i = 0; i < keep; ++i) total += probs[i];
+  const double u = unit * total;
   double acc = 0.0;
   for (std::size_t i = 0; i < keep; ++i) {
-    acc += probs_[i];
-    if (acc > u) return heap_[i].id;
+    acc += probs[i];
+    if (acc > u) return heap[i].id;
   }
-  return heap_[keep - 1].id;
+  return heap[keep - 1].id;
+}
+
+}  // namespace
+
+TokenId Sampler::pick(const float* l, std::size_t n, const TokenMask& mask) {
+  const Domain domain(l, n, mask);
+  const Best best = find_best(domain);
+  if (best.id == kNoToken || params_.temperature <= 0.0f) return best.id;
+  const Weights w(best.logit, params_.temperature);
+  const SamplerParams& p = params_;
+  if (p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f) {
+    return draw_plain(domain, w, best.id, rng_.uniform());
+  }
+  const std::size_t keep = truncate(domain, w, p, heap_, probs_);
+  return draw_kept(heap_, probs_, keep, rng_.uniform());
 }
 
 Sample Sampler::sample(std::span<const float> logits, std::span<const TokenId> history,

@@ -319,7 +319,7 @@ TEST_CASE("prefix cache: gemma3 reuses a prefix longer than its 512-token window
   auto m = Model::load(vsynth::test::default_model(), o);
   REQUIRE(m->config().sliding_window == 512);
   // ~1,000 tokens of real code: this engine's own source.
-  std::ifstream in(std::filesystem::path(VSYNTH_SOURCE_DIR) / "kernels/model/engine.cpp");
+  std::ifstream in(std::filesystem::path(VSYNTH_SOURCE_DIR) / "kernels/engine.cpp");
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   std::vector<int32_t> all = m->tokenizer().encode(text);
   REQUIRE(all.size() > 1100);

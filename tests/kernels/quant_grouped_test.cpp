@@ -31,7 +31,8 @@ WeightView plain_view(const QuantMatrix& m) {
 std::vector<CpuPath> simd_paths() {
   std::vector<CpuPath> out;
   for (CpuPath p : available_paths()) {
-    if (detail::kernels_for(p).dot_q8_0_grouped != nullptr) out.push_back(p);
+    if (detail::type_kernels(detail::kernels_for(p), DType::Q8_0).grouped.dot != nullptr)
+      out.push_back(p);
   }
   return out;
 }
@@ -153,20 +154,20 @@ TEST_CASE("grouped q8_0 and q5_0: one call over many rows gives each row's own c
   const auto paths = simd_paths();
   if (paths.empty())
     VSYNTH_SKIP("no SIMD path on this CPU: the scalar table has no grouped kernel");
-  CHECK(detail::kernels_for(CpuPath::Scalar).dot_q8_0_grouped_rows == nullptr);
-  CHECK(detail::kernels_for(CpuPath::Scalar).dot_q5_0_grouped_rows == nullptr);
-  CHECK(detail::kernels_for(CpuPath::Scalar).dot_q8_0_grouped_pairs == nullptr);
-  CHECK(detail::kernels_for(CpuPath::Scalar).dot_q5_0_grouped_pairs == nullptr);
+  for (const DType t : {DType::Q8_0, DType::Q5_0}) {
+    const detail::Grouped& g =
+        detail::type_kernels(detail::kernels_for(CpuPath::Scalar), t).grouped;
+    CHECK(g.dot_rows == nullptr);
+    CHECK(g.dot_pairs == nullptr);
+  }
   int pair_tables = 0;
   for (CpuPath path : paths)
     for (DType type : kGroupedTypes)
       for (bool pairs : {false, true}) {
         const auto& kt = detail::kernels_for(path);
-        const bool q8 = type == DType::Q8_0;
-        const detail::DotFn dot = q8 ? kt.dot_q8_0_grouped : kt.dot_q5_0_grouped;
-        const detail::DotRowsFn dot_rows =
-            pairs ? (q8 ? kt.dot_q8_0_grouped_pairs : kt.dot_q5_0_grouped_pairs)
-                  : (q8 ? kt.dot_q8_0_grouped_rows : kt.dot_q5_0_grouped_rows);
+        const detail::Grouped& gk = detail::type_kernels(kt, type).grouped;
+        const detail::DotFn dot = gk.dot;
+        const detail::DotRowsFn dot_rows = pairs ? gk.dot_pairs : gk.dot_rows;
         REQUIRE(dot != nullptr);
         // The pair kernels are the VNNI table's alone.
         CHECK((pairs && path != CpuPath::Avx512Vnni) == (dot_rows == nullptr));

@@ -118,7 +118,8 @@ TEST_CASE("prefill dot kernels are bit-identical to the row kernels, 1..8 column
   constexpr int kCols = detail::kMaxCols;
   for (const detail::KernelTable* kt : tables) {
     for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
-      const detail::DotFn row = detail::dot_for(*kt, t), il = detail::dot_il_for(*kt, t);
+      const detail::DotFn row = detail::type_kernels(*kt, t).dot,
+                          il = detail::type_kernels(*kt, t).dot_il;
       REQUIRE(il != nullptr);
       for (int64_t nb : kBlockCounts) {
         const int64_t k = 32 * nb;
@@ -190,11 +191,11 @@ TEST_CASE("unpacked-row prefill kernels give each row's dot_*_il bits, any rows 
   bool any = false;
   for (const detail::KernelTable* kt : simd_tables()) {
     for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-      const detail::Unpacked u = detail::unpacked_for(*kt, t);
+      const detail::Unpacked& u = detail::type_kernels(*kt, t).unpacked;
       if (u.unpack == nullptr) continue;
       any = true;
       REQUIRE(u.dot_rows != nullptr);
-      const detail::DotFn il = detail::dot_il_for(*kt, t);
+      const detail::DotFn il = detail::type_kernels(*kt, t).dot_il;
       const bool kq = is_k_quant(t);
       for (int64_t nb : kq ? kSuperBlockCounts : kBlockCounts) {
         INFO("table " << kt->name << " type " << name_of(t) << " blocks " << nb);
@@ -263,7 +264,8 @@ TEST_CASE("K-quant prefill and row kernels are bit-identical to one column, 1..1
   constexpr int kCols = detail::kMaxCols;
   for (const detail::KernelTable* kt : tables) {
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-      const detail::DotFn row = detail::dot_for(*kt, t), il = detail::dot_il_for(*kt, t);
+      const detail::DotFn row = detail::type_kernels(*kt, t).dot,
+                          il = detail::type_kernels(*kt, t).dot_il;
       REQUIRE(il != nullptr);
       for (int64_t nb : kSuperBlockCounts) {
         const int64_t k = 256 * nb;
@@ -293,7 +295,7 @@ TEST_CASE("K-quant prefill and row kernels are bit-identical to one column, 1..1
 TEST_CASE("K-quant kernels at the largest codes, scales and activations: no int16 overflow",
           "[quant][prefill]") {
   // The AVX2 prefill kernels add several maddubs results in int16 before widening (kRun in
-  // kernels_x86.inc): safe only while codes stay below 16 / 32 / 64. Every code, scale and
+  // kernels_x86_kquants.inc): safe only while codes stay below 16 / 32 / 64. Every code, scale and
   // activation at its extreme (+127 and -127), against the scalar table, which sums in int32.
   const auto tables = simd_tables();
   if (tables.empty())
@@ -322,13 +324,16 @@ TEST_CASE("K-quant kernels at the largest codes, scales and activations: no int1
       for (int64_t i = 0; i < k; i += 2) X[static_cast<size_t>(i)] = -sign;  // column 0 mixed
       float ref[detail::kMaxCols];
       const KActs s = k_acts(scalar, X, k);
-      detail::dot_for(scalar, t)(k, w.data(), s.plain.data(), s.bytes, detail::kMaxCols, ref);
+      detail::type_kernels(scalar, t).dot(k, w.data(), s.plain.data(), s.bytes, detail::kMaxCols,
+                                          ref);
       for (const detail::KernelTable* kt : tables) {
         INFO("table " << kt->name << " type " << name_of(t) << " sign " << sign);
         const KActs a = k_acts(*kt, X, k);
         float yi[detail::kMaxCols], yr[detail::kMaxCols];
-        detail::dot_il_for(*kt, t)(k, w.data(), a.il.data(), a.il_bytes, detail::kMaxCols, yi);
-        detail::dot_for(*kt, t)(k, w.data(), a.plain.data(), a.bytes, detail::kMaxCols, yr);
+        detail::type_kernels(*kt, t).dot_il(k, w.data(), a.il.data(), a.il_bytes, detail::kMaxCols,
+                                            yi);
+        detail::type_kernels(*kt, t).dot(k, w.data(), a.plain.data(), a.bytes, detail::kMaxCols,
+                                         yr);
         for (int c = 0; c < detail::kMaxCols; ++c) {
           REQUIRE(std::memcmp(&yi[c], &yr[c], sizeof(float)) == 0);
           REQUIRE(std::fabs(yi[c] - ref[c]) <= 1e-5f * std::fabs(ref[c]) + 1e-3f);

@@ -1,4 +1,6 @@
 // Model and Sequence: the decoder forward pass over the paged KV cache (see kernels/engine.h).
+// It joins kernels/model/ and kernels/kv/ from above: kv/ builds on model/ (its config and vector
+// math), model/ never includes kv/ (tests/kernels/engine_layers_test.cpp).
 //
 // Per layer, for m tokens at positions p0 .. p0+m-1 (x: [m][d_model] residual stream):
 //   h = RMSNorm(x) * attn_norm

@@ -692,8 +692,7 @@ std::string Server::pump(Call& c, const Exchange::Snapshot& snap) {
       metrics_.inter_token(std::chrono::duration<double>(t - c.last_piece).count());
     }
     c.last_piece = t;
-    out += sse(c.endpoint == Endpoint::Tasks ? json{{"event", "text"}, {"text", delta}}
-                                             : dialect_for(c.endpoint).chunk(c.info, delta));
+    out += sse(dialect_for(c.endpoint).chunk(c.info, delta));
     c.sent = snap.text.size();
   }
   return out;

@@ -1,6 +1,6 @@
-// vsynth serve: response bodies. JSON for each API family (OpenAI completions and chat,
-// llama.cpp /infill and /completion) and Server-Sent Events framing for streams; the error
-// body every 4xx/5xx carries.
+// vsynth serve: what every answer shares: the result's facts (ResultInfo; each dialect renders
+// them in its shape, dialects/), Server-Sent Events framing for streams, and the error body
+// every 4xx/5xx carries.
 //
 // Every OpenAI-style body carries a `vsynth` object: the task id, the pipeline, the item's
 // status, the generation's own finish reason, and `context`: "used" (the request named its
@@ -33,11 +33,6 @@ struct ResultInfo {
 // OpenAI's finish_reason for a generation finish: stop (eog, stop string, hook), length
 // (token budget, context), cancelled.
 std::string openai_finish(std::string_view finish);
-
-nlohmann::json completion_body(Endpoint e, const ResultInfo& r);
-// One streamed piece (`delta`); `finish` empty while the stream goes on.
-nlohmann::json chunk_body(Endpoint e, const ResultInfo& r, std::string_view delta,
-                          std::string_view finish);
 
 // "data: <json>\n\n"; the OpenAI end marker "data: [DONE]\n\n".
 std::string sse(const nlohmann::json& j);

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "graph/validate.h"
+#include "tools/vsynth/serve/dialects/dialect.h"
 #include "tools/vsynth/serve/http_server.h"
 #include "tools/vsynth/serve/json_body.h"
 
@@ -47,34 +48,11 @@ std::string api_key(const HttpRequest& req) {
   return req.header("X-Api-Key");
 }
 
-bool llama_style(Endpoint e) {
-  return e == Endpoint::Infill || e == Endpoint::Completion;
-}
-
 HttpResponse json_response(int status, const json& body) {
   HttpResponse r;
   r.status = status;
   r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
-}
-
-// llama.cpp's response_fields: only the listed fields; "a/b" reads a nested value and keeps
-// the path as its key (llama.cpp's json_get_nested_values).
-json select_fields(const json& body, const std::vector<std::string>& fields) {
-  json out = json::object();
-  for (const std::string& f : fields) {
-    const json* at = &body;
-    std::size_t start = 0;
-    while (at && start <= f.size()) {
-      const std::size_t slash = std::min(f.find('/', start), f.size());
-      const std::string key = f.substr(start, slash - start);
-      const auto it = at->is_object() ? at->find(key) : at->end();
-      at = at->is_object() && it != at->end() ? &*it : nullptr;
-      start = slash + 1;
-    }
-    if (at) out[f] = *at;
-  }
-  return out;
 }
 
 struct Route {
@@ -112,7 +90,6 @@ struct Server::Call {
   clock::time_point t0, last_piece, last_write, deadline;
   AccessRecord access;
   std::atomic<bool> superseded{false};
-  bool finished = false;  // a stream's final piece is made (accounted)
 };
 
 Server::Server(ServerOptions options, const graph::Registry& registry)
@@ -254,10 +231,10 @@ void Server::fail(Call& c, int status, const std::string& message, const std::st
   if (!c.task_id.empty()) body["vsynth"] = c.info.vsynth;
   HttpResponse r = json_response(status, body);
   r.headers = std::move(headers);
-  c.out->send(std::move(r));
   c.access.status = status;
   c.access.ms = ms_since(c.t0);
-  log(c.access);
+  log(c.access);  // before the answer: a client that has it finds its line logged
+  c.out->send(std::move(r));
 }
 
 ResultInfo Server::result_info(const Call& c, const Exchange::Snapshot& snap) const {
@@ -330,12 +307,12 @@ void Server::handle(HttpRequest req, std::shared_ptr<Responder> out) {
                              ? fmt::format("no endpoint {} {}", req.method, req.path)
                              : fmt::format("{} takes {}, not {}", req.path, allow, req.method)));
   if (!allow.empty()) res.headers.emplace_back("Allow", allow);
-  out->send(std::move(res));
   AccessRecord a;
   a.method = req.method;
   a.path = req.path;
   a.status = status;
   log(a);
+  out->send(std::move(res));
 }
 
 void Server::get(const std::string& path, const HttpRequest& req, Responder& out) {
@@ -376,14 +353,13 @@ void Server::get(const std::string& path, const HttpRequest& req, Responder& out
     res.body =
         metrics_.render({l.running, l.waiting, l.waiting_by_tenant}) + render_resources(resources);
   }
-  const int status = res.status;
-  out.send(std::move(res));
   AccessRecord a;
   a.method = req.method;
   a.path = req.path;
-  a.status = status;
+  a.status = res.status;
   a.ms = ms_since(t0);
   log(a);
+  out.send(std::move(res));
 }
 
 // --- generation: authenticate, parse, resume (io thread); admit, submit, await (worker) ---
@@ -488,19 +464,20 @@ bool Server::resume(Call& c) {
   c.info = *held;
   const std::string_view rest = std::string_view(held->text).substr(c.pr.resume->offset);
   std::string body;
-  if (!rest.empty()) body += sse(chunk_body(c.endpoint, c.info, rest, ""));
-  body += sse(chunk_body(c.endpoint, c.info, "", held->finish.empty() ? "stop" : held->finish));
-  if (!llama_style(c.endpoint)) body += kSseDone;
+  const Dialect& d = dialect_for(c.endpoint);
+  if (!rest.empty()) body += sse(d.chunk(c.info, rest));
+  body += sse(d.last(c.info));
+  if (d.done_marker()) body += kSseDone;
   HttpResponse r;
   r.content_type = "text/event-stream";
   r.headers = {{"Cache-Control", "no-cache"}};
   r.body = std::move(body);
-  c.out->send(std::move(r));
   c.access.status = 200;
   c.access.tokens = held->completion_tokens;
   c.access.finish = held->finish;
   c.access.ms = ms_since(c.t0);
   log(c.access);
+  c.out->send(std::move(r));
   return true;
 }
 
@@ -634,17 +611,14 @@ void Server::await(Call& c) {
     if (!c.pr.client_id.empty()) body["id"] = c.pr.client_id;
     body["task_id"] = c.task_id;
   } else {
-    body = completion_body(c.endpoint, info);
-    if (llama_style(c.endpoint) && !c.pr.response_fields.empty()) {
-      body = select_fields(body, c.pr.response_fields);
-    }
+    body = dialect_for(c.endpoint).result(info, c.pr);
     remember(c.fingerprint, info);
   }
   metrics_.request_time(ms_since(c.t0) / 1000.0);
-  c.out->send(json_response(200, body));
   c.access.status = 200;
   c.access.ms = ms_since(c.t0);
   log(c.access);
+  c.out->send(json_response(200, body));
 }
 
 // Phase (stream): SSE pieces as the text grows; the end, or an error event then the end.
@@ -660,7 +634,13 @@ void Server::stream(const std::shared_ptr<Call>& c) {
         c->sent, c->events, c->retracted,
         std::min(now + std::chrono::milliseconds(250), c->deadline + std::chrono::seconds(30)));
     std::string piece = pump(*c, snap);
-    if (snap.done) piece += final_piece(*c, snap);
+    if (snap.done) {
+      piece += final_piece(*c, snap);
+      if (c->out->gone()) c->access.status = 499;  // it ended because its client left
+      log(c->access);  // before the end: a client that has it finds its line logged
+      if (c->out->write(piece)) c->out->end();
+      return;
+    }
     if (piece.empty() && clock::now() - c->last_write > std::chrono::seconds(1)) {
       piece = ": keep-alive\n\n";  // an SSE comment: finds a client that left while idle
     }
@@ -668,20 +648,10 @@ void Server::stream(const std::shared_ptr<Call>& c) {
       ok = c->out->write(piece);
       c->last_write = clock::now();
     }
-    if (ok && snap.done) {
-      c->out->end();
-      log(c->access);
-      return;
-    }
   }
   // The client left mid-stream: stop its generation, account for it when it ends.
   c->ticket = Admission::Ticket();
   c->ex->cancel();
-  if (c->finished) {
-    c->access.status = 499;
-    c->access.ms = ms_since(c->t0);
-    return log(c->access);
-  }
   c->ex->on_finish([this, c](const Exchange::Snapshot& snap) {
     const ResultInfo info = result_info(*c, snap);
     account(info, snap.facts);
@@ -722,15 +692,13 @@ std::string Server::pump(Call& c, const Exchange::Snapshot& snap) {
       metrics_.inter_token(std::chrono::duration<double>(t - c.last_piece).count());
     }
     c.last_piece = t;
-    out += sse(c.endpoint == Endpoint::Tasks ? json{{"event", "text"}, {"text", delta}}
-                                             : chunk_body(c.endpoint, c.info, delta, ""));
+    out += sse(dialect_for(c.endpoint).chunk(c.info, delta));
     c.sent = snap.text.size();
   }
   return out;
 }
 
 std::string Server::final_piece(Call& c, const Exchange::Snapshot& snap) {
-  c.finished = true;
   c.ticket = Admission::Ticket();
   c.info = result_info(c, snap);
   account(c.info, snap.facts);
@@ -756,9 +724,9 @@ std::string Server::final_piece(Call& c, const Exchange::Snapshot& snap) {
     r["task_id"] = c.task_id;
     out += sse({{"event", "result"}, {"record", r}});
   } else {
-    out += sse(chunk_body(c.endpoint, c.info, "", c.info.finish.empty() ? "stop" : c.info.finish));
+    out += sse(dialect_for(c.endpoint).last(c.info));
   }
-  if (!llama_style(c.endpoint)) out += kSseDone;
+  if (dialect_for(c.endpoint).done_marker()) out += kSseDone;
   return out;
 }
 

@@ -52,13 +52,6 @@ json error_of(const std::optional<Reply>& r) {
   return b["error"];
 }
 
-// generate.llm on this branch may not read llama.cpp's editor fields in /decode yet (issue 37
-// adds n_indent and max_predict_ms); such a refusal is a stage failure, a 500 naming the field.
-bool decode_field_unknown(const Reply& r) {
-  return r.status == 500 && (r.body.find("n_indent") != std::string::npos ||
-                             r.body.find("max_predict_ms") != std::string::npos);
-}
-
 }  // namespace
 
 TEST_CASE("bodies nested 100,000 deep are a 400 on every endpoint and the server lives",
@@ -278,33 +271,25 @@ TEST_CASE("llama.vim's and tabby-agent's exact bodies are answered in their shap
   const auto fim = post(s, "/infill", read_data("llama_vim_fim.json"));
   REQUIRE(fim);
   INFO(fim->body);
-  if (decode_field_unknown(*fim)) {
-    WARN("generate.llm does not read /decode/n_indent or max_predict_ms yet (issue 37): " +
-         fim->body);
-  } else {
-    REQUIRE(fim->status == 200);
-    const json b = json::parse(fim->body);
-    CHECK(b["content"].is_string());
-    for (const char* k : {"timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_second",
-                          "timings/predicted_n", "timings/predicted_ms",
-                          "timings/predicted_per_second", "truncated", "tokens_cached"}) {
-      CHECK(b.contains(k));
-    }
-    for (const auto& [k, v] : b.items()) {
-      CHECK((k == "content" || k.rfind("timings/", 0) == 0 || k == "truncated" ||
-             k == "tokens_cached"));
-    }
+  // generate.llm reads its n_indent and t_max_predict_ms (as /decode fields): a 200.
+  REQUIRE(fim->status == 200);
+  const json b = json::parse(fim->body);
+  CHECK(b["content"].is_string());
+  for (const char* k : {"timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_second",
+                        "timings/predicted_n", "timings/predicted_ms",
+                        "timings/predicted_per_second", "truncated", "tokens_cached"}) {
+    CHECK(b.contains(k));
+  }
+  for (const auto& [k, v] : b.items()) {
+    CHECK((k == "content" || k.rfind("timings/", 0) == 0 || k == "truncated" ||
+           k == "tokens_cached"));
   }
   // Its warm-up: n_predict 0, response_fields [""]: an empty object.
   const auto warm = post(s, "/infill", read_data("llama_vim_warmup.json"));
   REQUIRE(warm);
   INFO(warm->body);
-  if (decode_field_unknown(*warm)) {
-    WARN("generate.llm does not read /decode/max_predict_ms yet (issue 37)");
-  } else {
-    REQUIRE(warm->status == 200);
-    CHECK(json::parse(warm->body) == json::object());
-  }
+  REQUIRE(warm->status == 200);
+  CHECK(json::parse(warm->body) == json::object());
   // tabby-agent's completion: {id, choices: [{index, text}]}, on both pipelines (the file is
   // named, so the context stages read it).
   for (const char* model : {"gen", "ctx"}) {

@@ -202,9 +202,12 @@ void GenerateStage::generate(graph::Item& item) {
     kernels::Generation g = kernels::generate(seq, tok, logits, opt, hooks);
     std::string finish = kernels::to_string(g.finish);
     std::string finish_detail = g.finish_detail;
-    if (line_stop && line_stop->fired() != LineStopHook::Fired::None &&
-        (g.finish == kernels::FinishReason::Hook || g.finish == kernels::FinishReason::Length ||
-         g.finish == kernels::FinishReason::Context)) {
+    // The line stop ended it (a hook stop), or it fired inside the last piece and the budget,
+    // EOG or a stop string ended the loop first: a cut before the text's end is the line stop's.
+    const bool line_ended =
+        line_stop && line_stop->fired() != LineStopHook::Fired::None &&
+        (g.finish == kernels::FinishReason::Hook || line_stop->cut(g.text) < g.text.size());
+    if (line_ended) {
       const std::size_t keep = line_stop->cut(g.text);
       if (keep < g.text.size()) {
         if (opt.on_retract) opt.on_retract(g.text.size() - keep);  // all of it was streamed

@@ -49,8 +49,12 @@ kernels::HookVerdict LineStopHook::after_sample(const kernels::DecodeView& view,
   if (stops_.max_predict_ms > 0 &&
       Clock::now() - start_ >= std::chrono::milliseconds(stops_.max_predict_ms)) {
     fired_ = Fired::Time;
+    // Whole lines when there is one with text; else what there is.
     const std::size_t nl = view.text.rfind('\n');
-    cut_ = nl == std::string_view::npos ? view.text.size() : nl;
+    const bool whole_line =
+        nl != std::string_view::npos &&
+        view.text.substr(0, nl).find_first_not_of(" \t\r\n") != std::string_view::npos;
+    cut_ = whole_line ? nl : view.text.size();
     return kernels::HookVerdict::stop(detail());
   }
   if (stops_.n_indent <= 0 && !stops_.single_line) return kernels::HookVerdict::accept();

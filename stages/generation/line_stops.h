@@ -11,8 +11,9 @@
 //   single_line     the suggestion ends at the first line break that follows non-blank text
 //                   (a suggestion that starts with a line break keeps it).
 //   max_predict_ms  after this long generating (the clock starts after the prompt's prefill),
-//                   the next step stops the suggestion, cut back to its last line break when it
-//                   has one, so that the editor gets whole lines; the finish reason is `time`.
+//                   the next step stops the suggestion, cut back to its last line break when a
+//                   line with text precedes it, so that the editor gets whole lines (else it
+//                   keeps what there is); the finish reason is `time`.
 //                   The only stop whose result depends on the machine's speed. 0: no limit.
 //   block_stop      (stage only) when the task gives no n_indent: n_indent = the indentation
 //                   of the cursor's line, so the suggestion ends with the block the cursor is

@@ -39,7 +39,9 @@
 // pipeline run, prompt / prefilled / cached tokens, pool hit, decode tokens/s, speculation
 // counts, and quality: exact match and edit similarity of the first generated line against the
 // rest of the real line. The table: P50/P95 latency, tokens/s, mean prefill tokens, pool hit
-// rate, accepted tokens per verify step, exact-match %, edit similarity, and ratios to naive.
+// rate, accepted tokens per verify step, exact-match %, edit similarity, ratios to naive, 95%
+// bootstrap intervals of exact match and edit similarity, and the share of requests that
+// ended before the token budget (a stop: n_indent, a stop string, EOG).
 //
 //   ninja -C build bench_completion
 //   ./build/tests/bench/bench_completion [--repos .cache/bench-repos/src] [--files 2]
@@ -61,8 +63,10 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "graph/diagnostics.h"
@@ -492,13 +496,33 @@ struct Summary {
   std::size_t n = 0, errors = 0;
   double p50 = 0, p95 = 0, tok_s = 0, prefill_mean = 0, hit_rate = -1, acc_step = -1;
   double exact = 0, similarity = 0;
+  // 95% bootstrap intervals (2,000 resamples of the requests, a fixed seed: the same rows give
+  // the same interval) of exact match (%) and edit similarity.
+  double exact_lo = 0, exact_hi = 0, similarity_lo = 0, similarity_hi = 0;
+  double ended = 0;  // % of requests that ended before the token budget (finish is not length)
 };
+
+// The 2.5th and 97.5th percentiles of the mean of `v` over bootstrap resamples.
+std::pair<double, double> bootstrap_ci(const std::vector<double>& v) {
+  if (v.empty()) return {0, 0};
+  std::mt19937_64 rng(12345);
+  std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
+  std::vector<double> means;
+  means.reserve(2000);
+  for (int b = 0; b < 2000; ++b) {
+    double sum = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) sum += v[pick(rng)];
+    means.push_back(sum / static_cast<double>(v.size()));
+  }
+  std::sort(means.begin(), means.end());
+  return {means[50], means[1949]};
+}
 
 Summary summarize(const std::string& name, const std::vector<nlohmann::json>& rows) {
   Summary s;
   s.name = name;
-  std::vector<double> lat;
-  double tokens = 0, decode_ms = 0, prefill = 0, accepted = 0, steps = 0;
+  std::vector<double> lat, exact, similarity;
+  double tokens = 0, decode_ms = 0, prefill = 0, accepted = 0, steps = 0, ended = 0;
   std::size_t pooled = 0, hits = 0;
   for (const auto& r : rows) {
     if (r.contains("error")) {
@@ -512,6 +536,9 @@ Summary summarize(const std::string& name, const std::vector<nlohmann::json>& ro
     prefill += r["prefill_tokens"].get<double>();
     s.exact += r["exact"].get<bool>() ? 1 : 0;
     s.similarity += r["similarity"].get<double>();
+    exact.push_back(r["exact"].get<bool>() ? 100.0 : 0.0);
+    similarity.push_back(r["similarity"].get<double>());
+    ended += r.value("finish", std::string()) != "length" ? 1 : 0;
     if (r.contains("pool_hit")) {
       ++pooled;
       hits += r["pool_hit"].get<bool>();
@@ -532,14 +559,19 @@ Summary summarize(const std::string& name, const std::vector<nlohmann::json>& ro
   if (steps > 0) s.acc_step = (accepted + steps) / steps;
   s.exact = 100.0 * s.exact / static_cast<double>(s.n);
   s.similarity /= static_cast<double>(s.n);
+  std::tie(s.exact_lo, s.exact_hi) = bootstrap_ci(exact);
+  std::tie(s.similarity_lo, s.similarity_hi) = bootstrap_ci(similarity);
+  s.ended = 100.0 * ended / static_cast<double>(s.n);
   return s;
 }
 
 nlohmann::json print_table(const std::string& title, const std::vector<Summary>& rows) {
   fmt::print("\n{}\n", title);
-  fmt::print("{:<16} {:>4} {:>9} {:>9} {:>7} {:>8} {:>6} {:>7} {:>6} {:>6} {:>8} {:>8}\n", "config",
-             "n", "P50 ms", "P95 ms", "tok/s", "prefill", "hit %", "acc/st", "EM %", "ES", "P95 x",
-             "tok/s x");
+  fmt::print(
+      "{:<16} {:>4} {:>9} {:>9} {:>7} {:>8} {:>6} {:>7} {:>6} {:>6} {:>8} {:>8} {:>13} {:>13} "
+      "{:>7}\n",
+      "config", "n", "P50 ms", "P95 ms", "tok/s", "prefill", "hit %", "acc/st", "EM %", "ES",
+      "P95 x", "tok/s x", "EM 95%", "ES 95%", "ended %");
   nlohmann::json out = nlohmann::json::array();
   const Summary& base = rows.front();
   for (const Summary& s : rows) {
@@ -547,10 +579,12 @@ nlohmann::json print_table(const std::string& title, const std::vector<Summary>&
     const double tokx = base.tok_s > 0 ? s.tok_s / base.tok_s : 0;
     fmt::print(
         "{:<16} {:>4} {:>9.0f} {:>9.0f} {:>7.1f} {:>8.0f} {:>6} {:>7} {:>6.1f} {:>6.3f} "
-        "{:>7.2f}x {:>7.2f}x{}\n",
+        "{:>7.2f}x {:>7.2f}x {:>13} {:>13} {:>7.0f}{}\n",
         s.name, s.n, s.p50, s.p95, s.tok_s, s.prefill_mean,
         s.hit_rate < 0 ? "-" : fmt::format("{:.0f}", 100 * s.hit_rate),
         s.acc_step < 0 ? "-" : fmt::format("{:.2f}", s.acc_step), s.exact, s.similarity, p95x, tokx,
+        fmt::format("{:.1f}-{:.1f}", s.exact_lo, s.exact_hi),
+        fmt::format("{:.3f}-{:.3f}", s.similarity_lo, s.similarity_hi), s.ended,
         s.errors ? fmt::format("  ({} errors)", s.errors) : "");
     out.push_back(
         {{"config", s.name},
@@ -564,6 +598,9 @@ nlohmann::json print_table(const std::string& title, const std::vector<Summary>&
          {"accepted_per_step", s.acc_step < 0 ? nlohmann::json() : nlohmann::json(s.acc_step)},
          {"exact_match_pct", s.exact},
          {"edit_similarity", s.similarity},
+         {"exact_match_pct_ci95", {s.exact_lo, s.exact_hi}},
+         {"edit_similarity_ci95", {s.similarity_lo, s.similarity_hi}},
+         {"ended_before_budget_pct", s.ended},
          {"p95_speedup_vs_naive", p95x},
          {"tokens_per_s_vs_naive", tokx}});
   }

@@ -133,6 +133,11 @@ TEST_CASE("max_predict_ms ends the suggestion once the time is spent, at its las
   const DecodeView one{{}, {}, "b = f(", {}, nullptr};
   CHECK(h2.after_sample(one, 0, "x").kind == HookVerdict::Kind::Stop);
   CHECK(h2.cut("b = f(") == 6);
+  // A line break with nothing before it is no whole line: what there is stays.
+  gen::LineStopHook h4({.max_predict_ms = 5}, long_ago);
+  const DecodeView lead{{}, {}, "\n    b = f(", {}, nullptr};
+  CHECK(h4.after_sample(lead, 0, "x").kind == HookVerdict::Kind::Stop);
+  CHECK(h4.cut("\n    b = f(") == 11);
   // A limit not yet reached stops nothing.
   gen::LineStopHook h3({.max_predict_ms = 3600000}, gen::LineStopHook::Clock::now());
   CHECK(h3.after_sample(one, 0, "x").kind == HookVerdict::Kind::Accept);

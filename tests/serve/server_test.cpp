@@ -302,6 +302,11 @@ TEST_CASE("a request without a cursor skips the context stages and one with a cu
   CHECK(c->status == 200);
   CHECK_FALSE(cb["vsynth"].contains("skipped_stages"));
   CHECK(cb["vsynth"]["context"].get<std::string>().rfind("used", 0) == 0);
+  // How the code after the cursor reached the prompt (the tiny model has no FIM tokens).
+  REQUIRE(cb["vsynth"].contains("suffix"));
+  const std::string how = cb["vsynth"]["suffix"];
+  CHECK((how == "above" || how == "dropped" || how == "none"));
+  CHECK(cb["vsynth"]["context"].get<std::string>().find("suffix: " + how) != std::string::npos);
 }
 
 TEST_CASE("/health and /v1/models and /metrics answer", "[serve]") {

@@ -129,6 +129,7 @@ GenerationFacts facts_of(const graph::Item& item) {
   f.prefill_ms = c->prefill_ms;
   f.kv_pool = c->kv_pool;
   f.cached_tokens = c->cached_tokens;
+  f.suffix = c->suffix;
   if (c->warmup) f.finish = "warmup";
   if (!c->candidates.empty()) {
     const auto& first = c->candidates.front();

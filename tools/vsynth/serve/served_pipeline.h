@@ -35,6 +35,9 @@ struct GenerationFacts {
   bool kv_pool = false;
   double prefill_ms = 0, decode_ms = 0, tokens_per_s = 0;
   int drafted = 0, accepted = 0;  // speculative decoding
+  // How the code after the cursor reached the prompt: fim, above, dropped or none ("": the
+  // pipeline's generate.llm did not say).
+  std::string suffix;
 };
 
 // What one request sees of its task while it runs. Written by graph threads and stage

@@ -257,6 +257,10 @@ ResultInfo Server::result_info(const Call& c, const Exchange::Snapshot& snap) co
               {"status", status},
               {"finish", r.finish},
               {"context", c.context}};
+  if (!f.suffix.empty()) {  // how the code after the cursor was used, as issue 37 defines it
+    r.vsynth["suffix"] = f.suffix;
+    r.vsynth["context"] = c.context + "; suffix: " + f.suffix;
+  }
   if (snap.record.contains("error")) r.vsynth["error"] = snap.record["error"];
   if (snap.record.contains("exit")) r.vsynth["exit"] = snap.record["exit"];
   if (snap.record.contains("skipped_stages")) {

@@ -32,16 +32,7 @@ Vocabulary gguf_vocabulary(const std::string& name, const std::vector<std::strin
       {"a", "b", "c", "\n", "x", ".", "p", "y", "/", "#", " ", "\xE2\x96\x81"}, control);
   kernels::GgufWriter w;
   w.add("general.architecture", "llama");
-  w.add("tokenizer.ggml.model", v.model);
-  w.add_array("tokenizer.ggml.tokens", v.tokens);
-  w.add_array("tokenizer.ggml.scores", v.scores);
-  std::vector<int32_t> types;
-  for (auto t : v.types) types.push_back(static_cast<int32_t>(t));
-  w.add_array("tokenizer.ggml.token_type", types);
-  w.add("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos));
-  w.add("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos));
-  w.add("tokenizer.ggml.add_bos_token", true);
-  w.add("tokenizer.ggml.add_space_prefix", false);
+  vsynth::gentest::add_vocab(w, v);
   for (const auto& [key, text] : keys) {
     const auto it = std::find(v.tokens.begin(), v.tokens.end(), text);
     REQUIRE(it != v.tokens.end());

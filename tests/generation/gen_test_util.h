@@ -132,6 +132,21 @@ class FakeSequence : public kernels::Sequence {
 // A tiny llama-architecture GGUF with random F32 weights and `vocab` as its tokenizer:
 // d_model 32, 2 layers, 4 heads of 8 (2 KV heads), FFN 64. Deterministic for a seed.
 // `chat_template`: written as tokenizer.chat_template when non-empty (a chat-tuned model).
+// The vocabulary's tokenizer.ggml.* keys (SentencePiece-style, BOS added, no space prefix).
+inline void add_vocab(kernels::GgufWriter& w, const kernels::Vocab& vocab) {
+  w.add("tokenizer.ggml.model", vocab.model);
+  w.add_array("tokenizer.ggml.tokens", vocab.tokens);
+  w.add_array("tokenizer.ggml.scores", vocab.scores);
+  std::vector<int32_t> types;
+  for (auto t : vocab.types) types.push_back(static_cast<int32_t>(t));
+  w.add_array("tokenizer.ggml.token_type", types);
+  w.add("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab.bos));
+  w.add("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos));
+  w.add("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(vocab.unk));
+  w.add("tokenizer.ggml.add_bos_token", true);
+  w.add("tokenizer.ggml.add_space_prefix", false);
+}
+
 inline void write_tiny_model(const std::filesystem::path& path, const kernels::Vocab& vocab,
                              uint32_t seed = 1, int32_t context = 2048,
                              const std::string& chat_template = {}) {
@@ -148,17 +163,7 @@ inline void write_tiny_model(const std::filesystem::path& path, const kernels::V
   w.add("llama.context_length", static_cast<uint32_t>(context));
   w.add("llama.attention.layer_norm_rms_epsilon", 1e-5f);
   w.add("llama.rope.freq_base", 10000.0f);
-  w.add("tokenizer.ggml.model", vocab.model);
-  w.add_array("tokenizer.ggml.tokens", vocab.tokens);
-  w.add_array("tokenizer.ggml.scores", vocab.scores);
-  std::vector<int32_t> types;
-  for (auto t : vocab.types) types.push_back(static_cast<int32_t>(t));
-  w.add_array("tokenizer.ggml.token_type", types);
-  w.add("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab.bos));
-  w.add("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos));
-  w.add("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(vocab.unk));
-  w.add("tokenizer.ggml.add_bos_token", true);
-  w.add("tokenizer.ggml.add_space_prefix", false);
+  add_vocab(w, vocab);
   if (!chat_template.empty()) w.add("tokenizer.chat_template", chat_template);
 
   std::mt19937 rng(seed);

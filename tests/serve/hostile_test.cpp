@@ -273,14 +273,14 @@ TEST_CASE("llama.vim's and tabby-agent's exact bodies are answered in their shap
   INFO(fim->body);
   // generate.llm reads its n_indent and t_max_predict_ms (as /decode fields): a 200.
   REQUIRE(fim->status == 200);
-  const json b = json::parse(fim->body);
-  CHECK(b["content"].is_string());
+  const json fb = json::parse(fim->body);
+  CHECK(fb["content"].is_string());
   for (const char* k : {"timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_second",
                         "timings/predicted_n", "timings/predicted_ms",
                         "timings/predicted_per_second", "truncated", "tokens_cached"}) {
-    CHECK(b.contains(k));
+    CHECK(fb.contains(k));
   }
-  for (const auto& [k, v] : b.items()) {
+  for (const auto& [k, v] : fb.items()) {
     CHECK((k == "content" || k.rfind("timings/", 0) == 0 || k == "truncated" ||
            k == "tokens_cached"));
   }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -13,6 +14,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "stages/ast/register.h"
 #include "stages/generation/register.h"
@@ -36,10 +39,16 @@ inline const graph::Registry& registry() {
   return r;
 }
 
+// One folder per process: ctest runs test cases of this binary in parallel processes, and two of
+// them writing the same pipeline file let a third read it half written. Removed at exit.
 inline fs::path test_dir() {
   static const fs::path d = [] {
-    fs::path p = fs::path(VSYNTH_BINARY_DIR) / "serve_test";
+    fs::path p = fs::path(VSYNTH_BINARY_DIR) / "serve_test" / std::to_string(::getpid());
     fs::create_directories(p);
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(fs::path(VSYNTH_BINARY_DIR) / "serve_test" / std::to_string(::getpid()), ec);
+    });
     return p;
   }();
   return d;

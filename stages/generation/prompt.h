@@ -121,7 +121,7 @@ std::size_t top_level_line(std::string_view prefix, std::string_view comment);
 // nothing to prompt with for the mode.
 PromptParts gather_prompt_parts(const graph::Item& item, const PromptSettings& settings);
 
-// The engine's KV block (kernels/model/engine.cpp): prompt truncation keeps multiples of it.
+// The engine's KV block (kernels/engine.cpp): prompt truncation keeps multiples of it.
 inline constexpr std::size_t kKvBlockTokens = 32;
 
 struct Prompt {

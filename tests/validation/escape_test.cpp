@@ -520,8 +520,8 @@ TEST_CASE("escape: host files holding secrets cannot be read", "[escape]") {
   const std::string secret = random_token();
   test::write_file(dir.file("secret.txt"), secret, 0644);
   const std::string program = "for p in ['" + dir.file("secret.txt") + "', '/proc/1/root" +
-                              dir.file("secret.txt") +
-                              "', '/etc/hostname', '" VSYNTH_SOURCE_DIR
+                              dir.file("secret.txt") + "', '/etc/hostname', '" +
+                              std::string(VSYNTH_SOURCE_DIR) +
                               "/README.md']:\n"
                               "    try:\n"
                               "        print(p, open(p).read()[:200])\n"

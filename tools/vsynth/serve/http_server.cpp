@@ -466,19 +466,22 @@ void HttpServer::Impl::refuse(tcp::socket socket) {
     }
     error_code e2;
     st->stream.socket().shutdown(tcp::socket::shutdown_send, e2);
-    auto drain = std::make_shared<std::function<void()>>();
-    *drain = [st, self, drain] {
-      st->stream.async_read_some(asio::buffer(st->sink),
-                                 [st, self, drain](error_code e, std::size_t) {
-                                   if (e) {
-                                     --self->refusing;
-                                     *drain = nullptr;  // breaks the cycle
-                                     return;
-                                   }
-                                   (*drain)();
-                                 });
+    // Read until the client closes (or the 2 s expiry): each read's handler holds the state,
+    // and nothing holds the handler, so a server stopped mid-drain frees it (no cycle).
+    struct Drain {
+      std::shared_ptr<Refused> st;
+      Impl* self;
+      void operator()() const {
+        st->stream.async_read_some(asio::buffer(st->sink), [d = *this](error_code e, std::size_t) {
+          if (e) {
+            --d.self->refusing;
+            return;
+          }
+          d();
+        });
+      }
     };
-    (*drain)();
+    Drain{st, self}();
   });
 }
 

@@ -34,6 +34,25 @@ if(VSYNTH_SANITIZE)
       $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
   endif()
 endif()
+# The linker: lld when it is installed (setup installs it). The test executables carry debug
+# information and link most of the project each; GNU ld spends most of an incremental build
+# (and of CI's, whose objects come from ccache) linking them. VSYNTH_LINKER=default keeps the
+# compiler's own linker.
+set(VSYNTH_LINKER "AUTO" CACHE STRING "Linker: AUTO (lld when found), lld, gold or default")
+set_property(CACHE VSYNTH_LINKER PROPERTY STRINGS AUTO lld gold default)
+set(vsynth_linker "${VSYNTH_LINKER}")
+if(vsynth_linker STREQUAL "AUTO")
+  find_program(VSYNTH_LLD_PROGRAM NAMES ld.lld)
+  set(vsynth_linker default)
+  if(VSYNTH_LLD_PROGRAM)
+    set(vsynth_linker lld)
+  endif()
+endif()
+if(NOT vsynth_linker STREQUAL "default")
+  add_link_options($<$<OR:$<LINK_LANGUAGE:CXX>,$<LINK_LANGUAGE:C>>:-fuse-ld=${vsynth_linker}>)
+endif()
+message(STATUS "vsynth: linker ${vsynth_linker}")
+
 # graph/version.h, generated from graph/version.h.in: the project's VERSION for `vsynth
 # --version` and the plugin ABI check (graph/plugin.h); installed with the public headers.
 configure_file(${PROJECT_SOURCE_DIR}/graph/version.h.in

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Builds nothing: runs each libFuzzer target in BUILD_DIR for SECONDS from its seed corpus
-# (shipped inputs), so every CI run proves the targets link and survive a short run (and finds
-# what a few seconds of mutation can). A crash fails the script, prints the fuzzer's report and
-# keeps the input under BUILD_DIR/fuzz-artifacts/ (replay: BUILD_DIR/tests/fuzz/TARGET FILE).
+# (shipped inputs), so a run proves the targets link and survive a short run (and finds what a
+# few seconds of mutation can). A crash fails the script, prints the fuzzer's report and keeps
+# the input under BUILD_DIR/fuzz-artifacts/ (replay: BUILD_DIR/tests/fuzz/TARGET FILE).
 #   scripts/fuzz-smoke.sh BUILD_DIR [SECONDS]      (SECONDS per target, default 20)
+#   scripts/fuzz-smoke.sh BUILD_DIR --replay       (the test `fuzz_replay`: each seed once,
+#                                                   through targets linked with replay_main.cpp)
+# BUILD_DIR: absolute, or relative to the source tree.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=$root/${1:?build dir}
+build=${1:?build dir}
+[[ $build = /* ]] || build=$root/$build
 secs=${2:-20}
+replay=0
+[ "$secs" = "--replay" ] && replay=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 artifacts=$build/fuzz-artifacts
@@ -18,6 +24,11 @@ mkdir -p "$artifacts"
 fuzz() {
   local target=$1 corpus=$2
   shift 2
+  if [ "$replay" = 1 ]; then
+    echo "$target: replaying $(find "$corpus" -type f | wc -l) seed(s)"
+    "$build/tests/fuzz/$target" "$corpus"
+    return
+  fi
   echo "$target: ${secs}s from $(find "$corpus" -type f | wc -l) seed(s)"
   if ! "$build/tests/fuzz/$target" "$corpus" -max_total_time="$secs" -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$artifacts/$target-" "$@" >"$work/$target.log" 2>&1; then

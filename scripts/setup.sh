@@ -20,7 +20,7 @@ root=$(cd "$here/.." && pwd)
 
 apt_packages=(
   build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip ccache
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev lld
   libtbb-dev libyaml-cpp-dev libz3-dev libtree-sitter-dev libhnswlib-dev catch2
   nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev libboost1.81-dev
   bubblewrap curl libopenmpi-dev openmpi-bin

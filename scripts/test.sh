@@ -2,11 +2,15 @@
 # Sets everything up on a fresh Debian machine and runs the whole test suite:
 #   1. scripts/setup.sh (apt packages, default model, tree-sitter grammars, golden test models),
 #      then scripts/golden/setup-logits.sh (llama.cpp's logits, the engine tests' reference)
-#   2. a release build (build/) and every ctest test but the GPU-labelled ones
+#   2. a release build (build/, without the benchmarks: they are never run here) and every
+#      ctest test but the GPU-labelled ones
 #   3. an ASan/UBSan build (build-asan/) and the tests under the sanitizers, but those labelled
-#      `slow` (whole-model golden runs, minutes each even unsanitized; they ran in step 2)
-#   4. a clang build of the libFuzzer targets (build-fuzz/: pipeline YAML, GGUF, task files),
-#      each run from its seeds for VSYNTH_FUZZ_SECONDS (default 20) per target
+#      `slow` (whole-model golden runs, minutes each even unsanitized; they ran in step 2); the
+#      test `fuzz_replay` there sends every fuzz target's seed corpus through it once
+#   4. only with VSYNTH_TEST_FUZZ=1: a clang build of the libFuzzer targets (build-fuzz/:
+#      pipeline YAML, GGUF, task files, safetensors), each run from its seeds for
+#      VSYNTH_FUZZ_SECONDS (default 20) per target. A third build of every library: run it
+#      before landing a change to a reader, not on every CI run.
 # VSYNTH_TEST_QUICK=1 stops after step 2 (for a fast local loop). Tests needing the default model
 # fail without it; VSYNTH_ALLOW_MISSING_MODEL=1 reports them as skipped instead.
 set -euo pipefail
@@ -21,7 +25,7 @@ jobs=$(nproc)
 "$root/scripts/golden/setup-logits.sh"
 
 echo "== release build"
-"$root/scripts/build.sh" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+"$root/scripts/build.sh" build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVSYNTH_BENCH=OFF
 echo "== tests (release)"
 ctest --test-dir build --output-on-failure -j"$jobs" -LE gpu
 
@@ -36,6 +40,11 @@ echo "== ASan/UBSan build"
 echo "== tests (ASan/UBSan)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "gpu|slow"
+
+if [ "${VSYNTH_TEST_FUZZ:-0}" != "1" ]; then
+  echo "VSYNTH_TEST_FUZZ is not 1: the libFuzzer build is left out (fuzz_replay ran the seeds)"
+  exit 0
+fi
 
 echo "== fuzz targets (clang, libFuzzer)"
 # A clang build of every library with the fuzz flags (~11 min on 2 busy cores the first time);

@@ -6,6 +6,7 @@
 // A stage touches an item only while it holds it: at most one stage at a time, so no locks.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -139,6 +140,23 @@ class Item {
 
   const std::vector<Span>& trace() const { return trace_; }
 
+  // --- stopping early ---
+  // True once nobody needs this item's result any more: its waiter gave up (Task::observer)
+  // or the run is stopping (RunControl::cancel: SIGINT, SIGTERM). A stage whose work can take
+  // seconds checks it between steps and throws graph::Cancelled (graph/stage.h); the runner
+  // then leaves the item unfinished when the run stops (not written: --resume runs it again)
+  // and writes it as `cancelled` when its waiter left.
+  bool stop_requested() const {
+    return (task_.observer && task_.observer->cancelled()) ||
+           (run_stop_ && run_stop_->load(std::memory_order_relaxed));
+  }
+  // The same as one flag, for loops that poll a plain flag (kernels::GenerateOptions::cancel,
+  // a sandbox run): the observer's when the task has one (a served run is never stopped
+  // while it has waiters), else the run's; null outside a run.
+  const std::atomic<bool>* stop_flag() const {
+    return task_.observer ? task_.observer->cancel_flag() : run_stop_;
+  }
+
   // The results-file record: id, status, passed, attempts, facets, feedback, error, and
   // `history`: for each earlier attempt, where it left the graph (`status`: the status a stage
   // gave it, else stage.port) and those of its facets the final record no longer shows as they
@@ -161,8 +179,9 @@ class Item {
   int attempt_ = 1;
   Outcome outcome_;
   std::vector<Span> trace_;
-  uint32_t pending_port_ = 0;  // port an async stage completed with, until routed
-  int64_t async_start_ = 0;    // when the current async stage took the item (ns into the run)
+  const std::atomic<bool>* run_stop_ = nullptr;  // the run's RunControl flag, set on admission
+  uint32_t pending_port_ = 0;                    // port an async stage completed with, until routed
+  int64_t async_start_ = 0;  // when the current async stage took the item (ns into the run)
 };
 
 using ItemPtr = std::shared_ptr<Item>;

@@ -267,6 +267,10 @@ struct PipelineImpl {
   }
 
   void stage_error(std::size_t stage, const ItemPtr& item, const std::string& what) {
+    if (item->stop_requested()) {
+      stopped(stage, item);
+      return;
+    }
     p.metrics_[stage]->errored();
     left(stage);
     const auto msg = fmt::format("stage `{}` ({}) failed: {}", stage_names[stage],
@@ -275,9 +279,36 @@ struct PipelineImpl {
     fail(item, stage_names[stage], "", msg, "error");
   }
 
-  // The item's observer gave up before this stage started: the item leaves the graph as
-  // `cancelled` instead of running it (a stage already running checks the observer itself).
+  // The run is stopping (RunControl::cancel): the item is not written, whatever it holds
+  // (a stage may have cut its work short), and a resumed run gives it all its attempts.
+  // It still passes the sink node (the sequencer needs every seq).
+  void leave_unfinished(std::size_t stage, const ItemPtr& item) {
+    left(stage);
+    item->outcome_.unfinished = true;
+    deliver(item);
+  }
+
+  // The item was asked to stop while a stage worked on it (Item::stop_requested): no stage
+  // error. Unfinished when the run stops; written as `cancelled` when its waiter left.
+  void stopped(std::size_t stage, const ItemPtr& item) {
+    if (control.cancelled()) {
+      leave_unfinished(stage, item);
+      return;
+    }
+    left(stage);
+    fail(item, stage_names[stage], "",
+         fmt::format("cancelled in stage `{}`: nobody waits for the result", stage_names[stage]),
+         "cancelled");
+  }
+
+  // The run is stopping, or the item's observer gave up, before this stage started: the
+  // stage does not run (a stage already running checks Item::stop_requested itself).
   bool cancelled_at(std::size_t stage, const ItemPtr& item) {
+    if (control.cancelled()) {
+      end(stage, *item, now_ns());
+      leave_unfinished(stage, item);
+      return true;
+    }
     const Observer* obs = item->task().observer.get();
     if (!obs || !obs->cancelled()) return false;
     end(stage, *item, now_ns());
@@ -389,6 +420,10 @@ struct PipelineImpl {
   // along its native flow-graph edge; false when it was delivered here.
   bool route(std::size_t stage, const ItemPtr& item, Port port) {
     p.metrics_[stage]->left_through(port);
+    if (control.cancelled()) {
+      leave_unfinished(stage, item);
+      return false;
+    }
     const std::size_t edge_index = spec.stages[stage].port_edges[port];
     const ResolvedEdge& e = spec.edges[edge_index];
     const PortSpec& ps = spec.stages[stage].kind->contract.ports[port];
@@ -399,14 +434,6 @@ struct PipelineImpl {
       return native;
     }
     if (e.back_edge) {
-      if (control.cancelled()) {
-        // Not finished: writing it would make --resume skip a task that never got its
-        // remaining attempts. It still passes the sink node (the sequencer needs every seq).
-        left(stage);
-        item->outcome_.unfinished = true;
-        deliver(item);
-        return false;
-      }
       if (item->attempt_ >= e.max_attempts) {
         left(stage);
         fail(item, stage_names[stage], ps.name,
@@ -619,6 +646,7 @@ struct PipelineImpl {
       if (!admit()) break;
       std::string refused = std::move(task->refused);
       auto item = std::make_shared<Item>(std::move(*task), seq++);
+      item->run_stop_ = control.flag();
       admitted.fetch_add(1, std::memory_order_relaxed);
       if (!refused.empty()) {
         fail(item, "source", "", std::move(refused), "error");

@@ -13,12 +13,15 @@
 //
 // An exception in a stage fails that item only (status "error", with the stage's name) unless
 // the pipeline says fail_fast. A task its source refused (Task::refused: over a size limit)
-// is admitted and written as failed at once, never entering a stage. Cancellation stops
-// admission and lets items already inside finish and be written, except those that reach a
-// back edge: they are left unfinished (counted, not written), so a resumed run gives them all
-// their attempts. The pipeline is ready to run again. An item whose task's observer was
-// cancelled (graph/observer.h: its client left) runs no further stage: it is written with
-// status "cancelled"; the runner reports each stage's begin and end to that observer.
+// is admitted and written as failed at once, never entering a stage. Cancellation
+// (RunControl::cancel: SIGINT, SIGTERM) stops admission and reaches the items inside: a stage
+// that takes seconds sees Item::stop_requested() and stops (graph::Cancelled), and every item
+// that finishes a stage after the cancel is left unfinished (counted, not written: its result
+// may have been cut short), so a resumed run gives it all its attempts and nothing written
+// differs from an uninterrupted run. The pipeline is ready to run again. An item whose task's
+// observer was cancelled (graph/observer.h: its client left) runs no further stage: it is
+// written with status "cancelled"; the runner reports each stage's begin and end to that
+// observer.
 #pragma once
 
 #include <atomic>
@@ -47,6 +50,8 @@ class RunControl {
   void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
   void reset() { cancelled_.store(false); }
+  // What each admitted item's stop_flag() reads when its task has no observer.
+  const std::atomic<bool>* flag() const { return &cancelled_; }
 
  private:
   std::atomic<bool> cancelled_{false};

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,14 @@ struct StageContext {
 class StageBase {
  public:
   virtual ~StageBase() = default;
+};
+
+// Thrown (or passed to Completion::fail as its message) by a stage that stopped its work
+// because Item::stop_requested(): the runner does not count it as the stage's error. Any
+// failure of a stage whose item was asked to stop is taken as this.
+class Cancelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 class SyncStage : public StageBase {

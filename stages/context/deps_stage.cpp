@@ -28,6 +28,11 @@ void DepsStage::index_task_files(graph::Item& item, const CandidatesFacet& c, Pr
     throw ContextError(e.what());
   }
   for (const facets::TaskFileText& f : files) {
+    // Parsing thousands of files takes seconds: a stopping run (SIGTERM) must not wait.
+    if (item.stop_requested()) {
+      throw graph::Cancelled(
+          fmt::format("stopped while indexing the task's files ({} of them)", files.size()));
+    }
     if (auto units = cache_.get(f.path, f.source)) index.update(f.path, std::move(units));
   }
   // The anchor's own tree and the candidates' own extraction of it: the

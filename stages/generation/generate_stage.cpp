@@ -141,10 +141,10 @@ void GenerateStage::generate(graph::Item& item) {
   if (kernels::Scheduler* sched = model_->scheduler(); sched && opt.speculation.enabled()) {
     opt.speculation.draft_limit = [sched](int32_t max) { return sched->suggested_max_draft(max); };
   }
-  // Someone waiting on the task (graph/observer.h) sees candidate 0's text as it comes and can
-  // stop every candidate within one step.
+  // Someone waiting on the task (graph/observer.h) sees candidate 0's text as it comes; they,
+  // or a run that is stopping (SIGTERM), stop every candidate within one step.
   graph::Observer* const observer = item.task().observer.get();
-  if (observer) opt.cancel = observer->cancel_flag();
+  opt.cancel = item.stop_flag();
   if (prompt.mode == PromptMode::Complete) {
     opt.stop.insert(opt.stop.end(), settings_.completion_stop.begin(),
                     settings_.completion_stop.end());

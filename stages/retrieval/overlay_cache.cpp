@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "graph/stage.h"
 #include "stages/retrieval/hash.h"
 
 namespace vsynth::stages::retrieval {
@@ -44,7 +45,8 @@ void OverlayCache::insert(Entry entry) {
   }
 }
 
-OverlayCache::Result OverlayCache::get(std::vector<OverlayFile> files) {
+OverlayCache::Result OverlayCache::get(std::vector<OverlayFile> files,
+                                       const std::atomic<bool>* stop) {
   std::sort(files.begin(), files.end(),
             [](const OverlayFile& a, const OverlayFile& b) { return a.path < b.path; });
   std::string key;
@@ -75,6 +77,10 @@ OverlayCache::Result OverlayCache::get(std::vector<OverlayFile> files) {
   Entry entry;
   entry.key = std::move(key);
   for (std::size_t i = 0; i < files.size(); ++i) {
+    if (stop && stop->load(std::memory_order_relaxed)) {
+      throw graph::Cancelled(
+          fmt::format("stopped while embedding the task's files ({} of {})", i, files.size()));
+    }
     OverlayFile& f = files[i];
     const UpdateStats s = f.units ? index->update_file(f.units, donors[i].get())
                                   : index->update_file(f.path, f.text, donors[i].get());

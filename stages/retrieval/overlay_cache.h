@@ -25,6 +25,7 @@
 // missing the same files at once both build; the first to finish is kept, and both are equal).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -61,7 +62,9 @@ class OverlayCache {
     uint32_t embedded = 0;  // chunk texts sent to the embedder to build it (0 on a hit)
   };
   // The overlay of `files` (distinct paths, any order; indexed in path order).
-  Result get(std::vector<OverlayFile> files);
+  // `stop` (may be null): checked between files while building; once set, get throws
+  // graph::Cancelled (embedding a big file takes seconds; a stopping run must not wait).
+  Result get(std::vector<OverlayFile> files, const std::atomic<bool>* stop = nullptr);
 
   struct Counters {
     uint64_t lookups = 0, hits = 0, evictions = 0;

@@ -133,7 +133,8 @@ graph::Port SearchStage::process(graph::Item& item) {
     const bool cursor = text.data() == anchor.file().source().data();
     overlay_files.push_back({path, text, cursor ? units : nullptr});
   }
-  const OverlayCache::Result overlay = index_->overlays().get(std::move(overlay_files));
+  const OverlayCache::Result overlay =
+      index_->overlays().get(std::move(overlay_files), item.stop_flag());
 
   // --- the search ---
   facets::RetrievedFacet result =

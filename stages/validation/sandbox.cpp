@@ -43,6 +43,8 @@ constexpr int kParkedFdBase = 256;
 constexpr auto kKillGrace = std::chrono::seconds(5);
 // After the supervisor exits, how long a pipe may stay open (it cannot: every writer is dead).
 constexpr auto kDrainGrace = std::chrono::seconds(2);
+// How often a run with a SandboxLimits::stop flag looks at it.
+constexpr auto kStopPoll = std::chrono::milliseconds(50);
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr uint32_t kSlots = 64;
 
@@ -469,6 +471,10 @@ class RunMonitor {
     if (!exited_ && res_.killed == KillReason::None && now >= deadline_) {
       kill_run(KillReason::WallTime);
     }
+    if (!exited_ && res_.killed == KillReason::None && lim_.stop &&
+        lim_.stop->load(std::memory_order_relaxed)) {
+      kill_run(KillReason::Stopped);
+    }
     if (!exited_ && res_.killed != KillReason::None && !supervisor_killed_ &&
         now - kill_time_ > kKillGrace) {
       ::kill(supervisor_, SIGKILL);
@@ -515,6 +521,8 @@ class RunMonitor {
                 : res_.killed == KillReason::None ? deadline_
                                                   : kill_time_ + kKillGrace;
     if (!pidfd_) wake = std::min(wake, now + std::chrono::milliseconds(20));
+    if (lim_.stop && !exited_ && res_.killed == KillReason::None)
+      wake = std::min(wake, now + kStopPoll);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1;
     const int pr = ::poll(pfds.data(), n, static_cast<int>(std::clamp<int64_t>(ms, 0, 60000)));
     if (pr < 0 && errno != EINTR) return false;
@@ -686,6 +694,8 @@ const char* to_string(KillReason r) {
       return "wall_time";
     case KillReason::OutputLimit:
       return "output_limit";
+    case KillReason::Stopped:
+      return "stopped";
   }
   return "?";
 }
@@ -698,6 +708,7 @@ std::string SandboxResult::describe(const SandboxLimits& limits) const {
   if (killed == KillReason::OutputLimit) {
     return fmt::format("killed after writing more than {} bytes of output", limits.output_kill);
   }
+  if (killed == KillReason::Stopped) return "killed: the run was called off (stopping)";
   if (signal != 0) {
     std::string why;
     switch (signal) {

@@ -29,6 +29,7 @@
 //   if (r.timed_out) ...
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -53,6 +54,9 @@ struct SandboxLimits {
   uint64_t output = 64 * kKiB;          // bytes kept per stream (stdout, stderr, report)
   uint64_t output_kill = 16 * kMiB;     // bytes on all streams together that kill the run
   uint64_t tmp_size = 16 * kMiB;        // the private tmpfs at /tmp (holds the work dir)
+  // Set by another thread (the item's work was called off: Item::stop_flag): the run is
+  // killed within kStopPoll (KillReason::Stopped). Null: never. Not owned.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct SandboxConfig {
@@ -91,6 +95,7 @@ enum class KillReason {
   None,
   WallTime,     // wall_ms passed
   OutputLimit,  // output_kill bytes were written
+  Stopped,      // SandboxLimits::stop was set
 };
 const char* to_string(KillReason r);
 

@@ -126,6 +126,7 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
   }
   SandboxLimits limits = checker.limits();
   if (s.timeout_ms > 0) limits.wall_ms = s.timeout_ms;
+  limits.stop = item.stop_flag();  // a run that stops (SIGTERM) kills the sandboxed command
   const TestSuite& suite = s.oracle ? task.hidden : task.visible;
 
   auto& facet = item.emplace<VerdictsFacet>();
@@ -137,6 +138,9 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
     cv.index = program.index;
     std::optional<Check> failed;  // not a pointer into cv.checks: it grows
     for (const Check check : s.checks) {
+      if (item.stop_requested()) {
+        throw graph::Cancelled(fmt::format("task `{}`: validation stopped", item.id()));
+      }
       if (failed) {
         cv.checks.push_back(
             skipped(check, fmt::format("not run: the {} check did not pass", to_string(*failed))));
@@ -168,6 +172,10 @@ graph::Port validate_item(graph::Item& item, const Checker& checker, const Valid
     }
   }
 
+  // A verdict reached while stopping may be the stop's (a killed run), not the candidate's.
+  if (item.stop_requested()) {
+    throw graph::Cancelled(fmt::format("task `{}`: validation stopped", item.id()));
+  }
   if (facet.passed_candidate) {
     item.set_status(pass_status(facet.candidates.back()));
     facet.outcome = pass_outcome(facet.candidates.back(), s.oracle);

@@ -55,6 +55,25 @@ class Sleep : public SyncStage {
   int64_t ms_;
 };
 
+// test.spin: works on each item until it is asked to stop (Item::stop_requested), then throws
+// graph::Cancelled, as a stage deep in long work does; after `max_ms` it gives up and fails the
+// item (a test whose stop never came).
+class Spin : public SyncStage {
+ public:
+  explicit Spin(const StageContext& c) : max_ms_(c.params.integer("max_ms")) {}
+  Port process(Item& item) override {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms_);
+    while (std::chrono::steady_clock::now() < until) {
+      if (item.stop_requested()) throw Cancelled("test.spin: stopped");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    throw std::runtime_error("test.spin: never asked to stop");
+  }
+
+ private:
+  int64_t max_ms_;
+};
+
 // The gate test.gate waits at: closed until a test opens it.
 struct GateState {
   std::mutex mu;
@@ -272,6 +291,12 @@ void register_test_kinds(Registry& r) {
     Contract c = base("test.sleep");
     c.params = {P::integer("ms", 1, 0, 10000, "milliseconds per item")};
     r.add_stage(c, [](const StageContext& ctx) { return std::make_unique<Sleep>(ctx); });
+  }
+  {
+    Contract c = base("test.spin");
+    c.concurrency = Concurrency::unlimited();
+    c.params = {P::integer("max_ms", 30000, 1, 600000, "milliseconds before giving up")};
+    r.add_stage(c, [](const StageContext& ctx) { return std::make_unique<Spin>(ctx); });
   }
   {
     Contract c = base("test.gate");

@@ -6,5 +6,5 @@ inline constexpr int kExitOk = 0;             // ran to the end; every task has 
 inline constexpr int kExitUsage = 2;          // bad command line, pipeline file or input file
 inline constexpr int kExitRuntime = 3;        // a resource failed to build, I/O failed, fail_fast
 inline constexpr int kExitIncomplete = 4;     // vsynth merge: tasks of --input have no record
-inline constexpr int kExitInterrupted = 130;  // Ctrl-C: in-flight items finished and written
+inline constexpr int kExitInterrupted = 130;  // Ctrl-C, SIGTERM: in-flight items left unfinished
 }  // namespace vsynth::cli

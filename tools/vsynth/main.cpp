@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
       "--output the same file, --output a directory or an existing file without --resume or "
       "--overwrite); 3 runtime failure (a resource failed to load; I/O failed: --output "
       "unwritable or in use by another run, a write failed and the file was cut back to its "
-      "last whole record; fail_fast); 130 interrupted (finished items written; rerun with "
-      "--resume).");
+      "last whole record; fail_fast); 130 interrupted by Ctrl-C or SIGTERM (results finished "
+      "before it written, tasks in flight left unfinished; rerun with --resume).");
 
   cli::MergeArgs merge;
   auto* merge_cmd = app.add_subcommand(

@@ -39,14 +39,37 @@ namespace fs = std::filesystem;
 std::atomic<graph::RunControl*> g_control{nullptr};
 std::atomic<int> g_signals{0};
 
+// Set while a single-process `vsynth run` sets up (reading the pipeline, loading resources:
+// nothing written yet): a signal then ends the process at once.
+std::atomic<bool> g_exit_outside_run{false};
+
+// SIGINT/SIGTERM: during a run the first cancels it (the items inside stop and are left
+// unfinished), a second ends the process at once; outside a run it ends the process when
+// g_exit_outside_run is set, else (a scaled-out job between runs) it only counts.
 extern "C" void on_interrupt(int) {
+  graph::RunControl* const c = g_control.load();
+  if (!c && g_exit_outside_run.load()) {
+    static const char msg[] = "\nvsynth: interrupted before the run started, exiting now\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(kExitInterrupted);
+  }
   if (g_signals.fetch_add(1) >= 1) {
     static const char msg[] = "\nvsynth: interrupted twice, exiting now\n";
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(kExitInterrupted);
   }
-  if (graph::RunControl* c = g_control.load()) c->cancel();
+  if (c) c->cancel();
 }
+
+// cmd_run's setup phase: a signal ends the process (on_interrupt) until the run binds its
+// control, and after it.
+class ExitOutsideRun {
+ public:
+  ExitOutsideRun() { g_exit_outside_run.store(true); }
+  ~ExitOutsideRun() { g_exit_outside_run.store(false); }
+  ExitOutsideRun(const ExitOutsideRun&) = delete;
+  ExitOutsideRun& operator=(const ExitOutsideRun&) = delete;
+};
 
 // SIGXFSZ (a write past RLIMIT_FSIZE) would kill the run mid-record by default; handled, the
 // write fails with EFBIG instead and the sink cuts the file back to its last whole record.
@@ -314,8 +337,7 @@ StepError run_graph(const RunArgs& args, RunSetup& setup,
                     const std::function<void(const graph::RunProgress&)>& on_progress,
                     graph::RunResult& result) {
   graph::RunControl control;
-  const ControlBinding binding(control);  // outlives the handlers below: they go first
-  const ScopedSignals interrupts({SIGINT, SIGTERM}, on_interrupt);
+  const ControlBinding binding(control);  // cmd_run installed the SIGINT/SIGTERM handler
   const ScopedSignals file_size({SIGXFSZ}, on_file_size_limit);
   graph::RunOptions opts;
   opts.trace_path = args.trace;
@@ -350,7 +372,10 @@ int cmd_run(graph::Registry& registry, const RunArgs& args) {
     if (args.resume) plan.done_elsewhere = finished_in_merged_output(args.output);
   }
 
-  // Phase 2: the pipeline, its endpoints and its stages, then the run.
+  // Phase 2: the pipeline, its endpoints and its stages, then the run; SIGINT/SIGTERM end it
+  // from here on (on_interrupt), the caller's handlers are back once it returns.
+  const ScopedSignals interrupts({SIGINT, SIGTERM}, on_interrupt);
+  const ExitOutsideRun exit_outside_run;
   const auto threads = limit_threads(args.threads);
   RunSetup setup;
   StepError failed = load_spec(registry, args, setup);

@@ -46,7 +46,8 @@ StepError build_endpoints(const graph::Registry& registry, const RunArgs& args, 
                           RunSetup& setup);
 // Phase 3: every resource and stage (models load here).
 StepError build_pipeline(const graph::Registry& registry, RunSetup& setup);
-// Phase 4: the run, with Ctrl-C, SIGTERM and the file size limit handled until it returns.
+// Phase 4: the run, cancelled by SIGINT/SIGTERM through the caller's handler (cmd_run's, a
+// scaled-out job's: interrupt_handler()), with the file size limit handled until it returns.
 StepError run_graph(const RunArgs& args, RunSetup& setup,
                     const std::function<void(const graph::RunProgress&)>& on_progress,
                     graph::RunResult& result);

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/strings.h"
+
 namespace vsynth::stages::context {
 
 // The grammar's id for field `name`, remembered per (language, name pointer): tree-sitter
@@ -49,15 +51,8 @@ inline bool is_comment(TSNode n) {
   return type_of(n).find("comment") != std::string_view::npos;
 }
 
-inline bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-inline std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using base::is_space;  // base/strings.h
+using base::trim;
 
 // Owns a TSTreeCursor for one walk.
 class TreeCursor {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "stages/retrieval/hash.h"
+#include "base/hash.h"
 
 namespace vsynth::stages::retrieval {
 
@@ -49,7 +49,7 @@ OverlayCache::Result OverlayCache::get(std::vector<OverlayFile> files) {
             [](const OverlayFile& a, const OverlayFile& b) { return a.path < b.path; });
   std::string key;
   for (const OverlayFile& f : files) {
-    key += fmt::format("{}\n{:016x}:{}\n", f.path, fnv1a64(f.text), f.text.size());
+    key += fmt::format("{}\n{:016x}:{}\n", f.path, base::fnv1a64(f.text), f.text.size());
   }
   // --- a hit: the same paths with the same bytes ---
   std::vector<std::shared_ptr<const Index>> donors(files.size());

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "stages/ast/error.h"
+#include "stages/ast/tree_walk.h"
 
 namespace vsynth::stages::ast {
 
@@ -100,33 +101,6 @@ Span span_of(TSNode n) {
 
 TSNode field(TSNode n, std::string_view name) {
   return ts_node_child_by_field_name(n, name.data(), static_cast<uint32_t>(name.size()));
-}
-
-// Owns a TSTreeCursor for the scope of one walk.
-class TreeCursor {
- public:
-  explicit TreeCursor(TSNode root) : c_(ts_tree_cursor_new(root)) {}
-  ~TreeCursor() { ts_tree_cursor_delete(&c_); }
-  TreeCursor(const TreeCursor&) = delete;
-  TreeCursor& operator=(const TreeCursor&) = delete;
-  TSTreeCursor* get() { return &c_; }
-
- private:
-  TSTreeCursor c_;
-};
-
-// Pre-order walk of `root`'s subtree; `visit(node)` returns whether to descend into it.
-template <class Visit>
-void walk(TSNode root, Visit&& visit) {
-  TreeCursor tc(root);
-  TSTreeCursor* c = tc.get();
-  for (;;) {
-    if (visit(ts_tree_cursor_current_node(c)) && ts_tree_cursor_goto_first_child(c)) continue;
-    for (;;) {
-      if (ts_tree_cursor_goto_next_sibling(c)) break;
-      if (!ts_tree_cursor_goto_parent(c)) return;
-    }
-  }
 }
 
 // Whether the last leaf of `n` is an identifier: the cursor right after `n` is then at the end

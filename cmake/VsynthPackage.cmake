@@ -69,8 +69,9 @@ file(GLOB facet_headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS
 set(VSYNTH_PUBLIC_HEADERS
   ${graph_headers} ${facet_headers}
   base/mix.h
-  kernels/engine.h kernels/model/config.h kernels/sampler/mask_hook.h kernels/sampler/rng.h
-  kernels/sampler/sampler.h kernels/sampler/vec_math.h kernels/sched/scheduler.h
+  kernels/engine.h kernels/engine_error.h kernels/kv/kv_type.h kernels/model/config.h
+  kernels/sampler/mask_hook.h kernels/sampler/rng.h kernels/sampler/sampler.h
+  kernels/sampler/sampler_math.h kernels/sched/scheduler.h
   kernels/tokenizer/tokenizer.h kernels/tokenizer/vocab.h
   solvers/function_contract.h solvers/error.h solvers/ir.h solvers/signature.h solvers/z3_backend.h)
 set(include_dest ${CMAKE_INSTALL_INCLUDEDIR}/vsynth)

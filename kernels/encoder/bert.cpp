@@ -13,10 +13,10 @@
 
 #include "base/hash.h"
 #include "kernels/cpu/matvec.h"
+#include "kernels/cpu/vec_kernels.h"
 #include "kernels/encoder/bert_config.h"
 #include "kernels/encoder/bert_weights.h"
 #include "kernels/encoder/gemm.h"
-#include "kernels/model/vec_math.h"
 
 namespace vsynth::kernels {
 

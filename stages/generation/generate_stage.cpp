@@ -11,7 +11,7 @@
 #include "kernels/sampler/model_drafter.h"
 #include "stages/facets/candidates.h"
 #include "stages/facets/decode_fields.h"
-#include "stages/generation/extract.h"
+#include "stages/generation/answer_program.h"
 #include "stages/generation/task_decode.h"
 
 namespace vsynth::stages::generation {

@@ -60,7 +60,7 @@ set_target_properties(vsynth_shared PROPERTIES OUTPUT_NAME vsynth EXPORT_NAME vs
 # The public headers: what a plugin needs and no more. The graph API (graph/, the generated
 # version.h among them), the facet types capabilities exchange (stages/facets/, DecodingHook in
 # hook.h), and what those include: the engine's Model/Sequence (kernels/engine.h), MaskHook
-# (kernels/sampler/mask_hook.h) and the kernels and solvers headers they reach. Each installed
+# (kernels/sampler/mask_hook.h) and the kernels, solvers and base headers they reach. Each installed
 # header compiles on its own and the list is exactly that closure (tests/plugins checks both).
 file(GLOB graph_headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/graph/*.h)
@@ -68,8 +68,10 @@ file(GLOB facet_headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/stages/facets/*.h)
 set(VSYNTH_PUBLIC_HEADERS
   ${graph_headers} ${facet_headers}
-  kernels/engine.h kernels/model/config.h kernels/sampler/mask_hook.h kernels/sampler/rng.h
-  kernels/sampler/sampler.h kernels/sampler/vec_math.h kernels/sched/scheduler.h
+  base/mix.h
+  kernels/engine.h kernels/engine_error.h kernels/kv/kv_type.h kernels/model/config.h
+  kernels/sampler/mask_hook.h kernels/sampler/rng.h kernels/sampler/sampler.h
+  kernels/sampler/sampler_math.h kernels/sched/scheduler.h
   kernels/tokenizer/tokenizer.h kernels/tokenizer/vocab.h
   solvers/function_contract.h solvers/error.h solvers/ir.h solvers/signature.h solvers/z3_backend.h)
 set(include_dest ${CMAKE_INSTALL_INCLUDEDIR}/vsynth)

@@ -11,12 +11,12 @@
 #include <cstring>
 #include <fstream>
 
+#include "base/hash.h"
 #include "kernels/cpu/matvec.h"
+#include "kernels/cpu/vec_kernels.h"
 #include "kernels/encoder/bert_config.h"
 #include "kernels/encoder/bert_weights.h"
 #include "kernels/encoder/gemm.h"
-#include "kernels/hash.h"
-#include "kernels/model/vec_math.h"
 
 namespace vsynth::kernels {
 
@@ -38,15 +38,15 @@ constexpr std::string_view kForwardVersion = "vsynth-bert-forward-2";
 // ---- Fingerprint: FNV-1a (64 bit) over what determines an embedding ----
 
 struct Fnv1a {
-  uint64_t h = kFnv1aOffset;
+  uint64_t h = base::kFnv1a64Offset;
   void add(std::string_view bytes) {
-    h = fnv1a(h, bytes.data(), bytes.size());
+    h = base::fnv1a64(bytes, h);
     add_separator();
   }
   // Fields are length-delimited by a byte that the decimal/hex content never holds.
   void add_separator() {
     const unsigned char sep = 0xffu;
-    h = fnv1a(h, &sep, 1);
+    h = base::fnv1a64_bytes(&sep, 1, h);
   }
   std::string hex() const {
     static constexpr char kDigits[] = "0123456789abcdef";

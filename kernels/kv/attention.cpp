@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_path_internal.h"
-#include "kernels/model/vec_math.h"
+#include "kernels/cpu/vec_kernels.h"
 
 namespace vsynth::kernels {
 

@@ -27,7 +27,8 @@
 #include <span>
 #include <vector>
 
-#include "kernels/model/config.h"
+#include "kernels/engine_error.h"
+#include "kernels/kv/kv_type.h"
 
 namespace vsynth::kernels {
 

@@ -3,18 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/mix.h"
+
 namespace vsynth::kernels {
-
-namespace {
-
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 PrefixCache::PrefixCache(std::shared_ptr<KvPool> pool, int64_t budget_bytes,
                          std::vector<int32_t> window, int32_t keep_extra, uint64_t identity)
@@ -27,10 +18,10 @@ PrefixCache::PrefixCache(std::shared_ptr<KvPool> pool, int64_t budget_bytes,
     throw EngineError("prefix cache: one window per layer expected");
   }
   if (budget_ <= 0) throw EngineError("prefix cache: the byte budget must be positive");
-  uint64_t r = mix(identity);
+  uint64_t r = base::splitmix64(identity);
   for (int64_t v : {int64_t{g.n_layers}, int64_t{g.n_kv_heads}, int64_t{g.head_dim_k},
                     int64_t{g.head_dim_v}, int64_t{g.block_tokens}, static_cast<int64_t>(g.type)}) {
-    r = mix(r ^ static_cast<uint64_t>(v));
+    r = base::splitmix64(r ^ static_cast<uint64_t>(v));
   }
   root_ = r;
   counters_.budget_bytes = budget_;
@@ -45,8 +36,8 @@ PrefixCache::~PrefixCache() {
 }
 
 uint64_t PrefixCache::chain(uint64_t parent, std::span<const TokenId> block) {
-  uint64_t h = mix(parent);
-  for (TokenId t : block) h = mix(h ^ static_cast<uint32_t>(t));
+  uint64_t h = base::splitmix64(parent);
+  for (TokenId t : block) h = base::splitmix64(h ^ static_cast<uint32_t>(t));
   return h;
 }
 

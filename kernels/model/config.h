@@ -1,5 +1,6 @@
 // Decoder model configuration read from GGUF metadata: the hyper-parameters and per-architecture
-// switches the forward pass needs (gemma3, llama, qwen2), and the engine's error type.
+// switches the forward pass needs (gemma3, llama, qwen2). (EngineError and KvType, which it
+// includes, have their own headers: kernels/engine_error.h, kernels/kv/kv_type.h.)
 //
 // Keys read ("<arch>." prefix): context_length, embedding_length, block_count,
 // feed_forward_length, attention.head_count, attention.head_count_kv (default head_count),
@@ -16,29 +17,16 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kernels/engine_error.h"
+#include "kernels/kv/kv_type.h"
+
 namespace vsynth::kernels {
 
 class GgufFile;
-
-// Every engine failure: unknown architecture, missing or misshapen tensors (all listed in one
-// message: name, expected shape, found shape), bad options, a token id outside the vocabulary,
-// a sequence past its context length, an exhausted KV pool, a rollback past the end.
-class EngineError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// Element type of the KV cache. Attention always accumulates in fp32.
-//   F16:  keys and values stored as IEEE half (2 bytes per element).
-//   Int8: keys as int8 with one fp32 scale per channel (kv head x head dim) per block, computed
-//         when the block fills (the block being written keeps its keys in fp32 until then);
-//         values as int8 with one fp32 scale per token and kv head. About half the bytes of F16.
-enum class KvType { F16, Int8 };
 
 enum class Arch { Gemma3, Llama, Qwen2 };
 enum class RopeKind { Norm, Neox };           // Norm: adjacent pairs (llama); Neox: two halves

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/hash.h"
+#include "base/hash.h"
 
 namespace vsynth::kernels {
 
@@ -18,14 +18,14 @@ std::string describe(const Model& m, const std::string& name) {
 }  // namespace
 
 uint64_t vocab_hash(const Tokenizer& tok) {
-  uint64_t h = kFnv1aOffset;
+  uint64_t h = base::kFnv1a64Offset;
   for (TokenId t = 0; t < static_cast<TokenId>(tok.size()); ++t) {
     const std::string_view s = tok.text(t);
     const auto len = static_cast<uint64_t>(s.size());
     const auto type = static_cast<int32_t>(tok.type(t));
-    h = fnv1a(h, &len, sizeof len);  // the length keeps "ab"+"c" apart from "a"+"bc"
-    h = fnv1a(h, s.data(), s.size());
-    h = fnv1a(h, &type, sizeof type);
+    h = base::fnv1a64_bytes(&len, sizeof len, h);  // the length keeps "ab"+"c" apart from "a"+"bc"
+    h = base::fnv1a64(s, h);
+    h = base::fnv1a64_bytes(&type, sizeof type, h);
   }
   return h;
 }

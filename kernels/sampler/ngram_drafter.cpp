@@ -4,20 +4,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/mix.h"
 #include "kernels/sampler/drafter.h"
 
 namespace vsynth::kernels {
-
-namespace {
-
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser: a full-avalanche 64-bit hash step
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 NgramDrafter::NgramDrafter(double prior_rate) : prior_rate_(prior_rate) {}
 
@@ -57,7 +47,7 @@ int NgramDrafter::match_class(int length) {
 uint64_t NgramDrafter::key(std::size_t end, int n) const {
   uint64_t h = static_cast<uint64_t>(n);
   for (std::size_t i = end - static_cast<std::size_t>(n); i < end; ++i) {
-    h = mix(h ^ static_cast<uint32_t>(tokens_[i]));
+    h = base::splitmix64(h ^ static_cast<uint32_t>(tokens_[i]));
   }
   return h;
 }

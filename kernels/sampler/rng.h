@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "base/mix.h"
+
 namespace vsynth::kernels {
 
 class Rng {
@@ -15,7 +17,7 @@ class Rng {
 
   void reseed(uint64_t seed) {
     uint64_t x = seed;
-    for (uint64_t& w : s_) w = splitmix64(x);
+    for (uint64_t& w : s_) w = base::splitmix64_next(x);
   }
 
   uint64_t next() {
@@ -35,12 +37,6 @@ class Rng {
 
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static uint64_t splitmix64(uint64_t& x) {
-    uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
 
   uint64_t s_[4];
 };

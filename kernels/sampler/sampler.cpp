@@ -1,6 +1,6 @@
 #include "kernels/sampler/sampler.h"
 
-#include "kernels/sampler/vec_math.h"
+#include "kernels/sampler/sampler_math.h"
 
 #include <algorithm>
 #include <cmath>

@@ -18,7 +18,7 @@
 // only until the top-p mass or the min-p cut falls inside it; plain temperature sampling
 // (no truncation at all) is two passes and an inverse-CDF walk. Greedy without penalties or
 // mask reads the logits in place. Sums of exponentials over the vocabulary use SSE2 with a
-// polynomial exp (kernels/sampler/vec_math.h): a step costs a few hundred microseconds.
+// polynomial exp (kernels/sampler/sampler_math.h): a step costs a few hundred microseconds.
 //
 // Each Sampler owns its random state (Rng), so one per sequence makes candidates independent
 // and a given seed reproducible whatever the thread interleaving. Not thread-safe.
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "kernels/sampler/rng.h"
-#include "kernels/sampler/vec_math.h"
+#include "kernels/sampler/sampler_math.h"
 #include "kernels/tokenizer/vocab.h"
 
 namespace vsynth::kernels {

@@ -2,6 +2,9 @@
 
 #include <cstdio>
 
+#include "base/hash.h"
+#include "base/mix.h"
+
 namespace vsynth::kernels::tok {
 
 namespace {
@@ -44,21 +47,13 @@ void FlatIndex::reserve(size_t n) {
 
 uint64_t hash_bytes(std::string_view s) {
   // FNV-1a, then a final mix so both the low (slot) and high (tag) bits spread.
-  uint64_t h = 1469598103934665603ull;
-  for (char c : s) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 1099511628211ull;
-  }
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
+  return base::fmix64_half(base::fnv1a64(s, base::kFnv1a64ShortOffset));
 }
 
 namespace {
 
 uint64_t pair_hash(std::string_view left, std::string_view right) {
-  return hash_bytes(left) * 0x9E3779B97F4A7C15ull ^ hash_bytes(right);
+  return hash_bytes(left) * base::kGoldenGamma ^ hash_bytes(right);
 }
 
 bool is_pair(const VocabIndex& ix, int32_t rank, std::string_view left, std::string_view right) {

@@ -7,7 +7,9 @@
 #include <tuple>
 #include <utility>
 
+#include "base/strings.h"
 #include "stages/ast/error.h"
+#include "stages/ast/tree_walk.h"
 
 namespace vsynth::stages::ast {
 
@@ -87,12 +89,6 @@ bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f';
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 Span span_of(TSNode n) {
   return Span{ts_node_start_byte(n), ts_node_end_byte(n), ts_node_start_point(n),
               ts_node_end_point(n)};
@@ -100,33 +96,6 @@ Span span_of(TSNode n) {
 
 TSNode field(TSNode n, std::string_view name) {
   return ts_node_child_by_field_name(n, name.data(), static_cast<uint32_t>(name.size()));
-}
-
-// Owns a TSTreeCursor for the scope of one walk.
-class TreeCursor {
- public:
-  explicit TreeCursor(TSNode root) : c_(ts_tree_cursor_new(root)) {}
-  ~TreeCursor() { ts_tree_cursor_delete(&c_); }
-  TreeCursor(const TreeCursor&) = delete;
-  TreeCursor& operator=(const TreeCursor&) = delete;
-  TSTreeCursor* get() { return &c_; }
-
- private:
-  TSTreeCursor c_;
-};
-
-// Pre-order walk of `root`'s subtree; `visit(node)` returns whether to descend into it.
-template <class Visit>
-void walk(TSNode root, Visit&& visit) {
-  TreeCursor tc(root);
-  TSTreeCursor* c = tc.get();
-  for (;;) {
-    if (visit(ts_tree_cursor_current_node(c)) && ts_tree_cursor_goto_first_child(c)) continue;
-    for (;;) {
-      if (ts_tree_cursor_goto_next_sibling(c)) break;
-      if (!ts_tree_cursor_goto_parent(c)) return;
-    }
-  }
 }
 
 // Whether the last leaf of `n` is an identifier: the cursor right after `n` is then at the end
@@ -313,7 +282,7 @@ std::string_view definition_name(const ParsedFile& file, TSNode node, const Kind
     case NameFrom::None:
       break;
   }
-  name = trim(name);
+  name = base::trim(name);
   if (name.empty() && rule.name_from != NameFrom::Text) {
     // `const f = () => 1`: the parent names the anonymous function. (ts_node_parent walks down
     // from the root, O(depth x siblings), hence the parent when the caller knows it.)
@@ -321,46 +290,52 @@ std::string_view definition_name(const ParsedFile& file, TSNode node, const Kind
     const std::string_view f = lang.naming_field(p);
     if (!f.empty()) {
       const TSNode named = field(p, f);
-      if (!ts_node_is_null(named) && !ts_node_eq(named, node)) name = trim(file.text(named));
+      if (!ts_node_is_null(named) && !ts_node_eq(named, node)) name = base::trim(file.text(named));
     }
   }
   return name;
 }
 
 // ---------------------------------------------------------------------------------- anchor --
+//
+// anchor() runs five phases, in this order, each below: the path to the cursor (path_to), the
+// node at the cursor, the scopes around it, the module, and one walk of the tree that finds
+// the imports visible at the cursor and the identifiers near it.
 
-Anchor anchor(const ParsedFile& file, const Cursor& cursor, const AnchorOptions& options) {
+namespace {
+
+// The path the scopes come from: the cursor's own path, unless indentation places the cursor
+// deeper (Python).
+std::vector<TSNode> scope_path(const ParsedFile& file, const std::vector<TSNode>& path,
+                               uint32_t b) {
   const Language& lang = file.language();
-  const TSNode root = file.root();
-  Anchor a;
-  a.byte = cursor.resolve(file);
-  a.point = file.point_at(a.byte);
-
-  const std::vector<TSNode> path = path_to(lang, file.source(), root, a.byte);
-  // Scopes come from the same path, unless indentation places the cursor deeper (Python).
-  std::vector<TSNode> scope_path;
   if (lang.indent_scoped()) {
-    if (auto by_indent = indentation_path(file, a.byte);
+    if (auto by_indent = indentation_path(file, b);
         by_indent && count_scopes(lang, *by_indent) > count_scopes(lang, path)) {
-      scope_path = std::move(*by_indent);
+      return std::move(*by_indent);
     }
   }
-  const std::vector<TSNode>& scopes_from = scope_path.empty() ? path : scope_path;
+  return path;
+}
 
-  // Smallest named node: the deepest named one on the path (the root is named).
+// Smallest named node: the deepest named one on the path (the root is named).
+NodeInfo smallest_named(const std::vector<TSNode>& path) {
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
-    if (ts_node_is_named(*it)) {
-      a.node = info_of(*it, {});
-      break;
-    }
+    if (ts_node_is_named(*it)) return info_of(*it, {});
   }
+  return {};
+}
 
+// Fills a.scopes (innermost first), a.function and a.enclosing_class from `path`. Returns
+// whether a class node is on the path (else the class may be a Go method's receiver).
+bool add_scopes(const ParsedFile& file, const std::vector<TSNode>& path, Anchor& a) {
+  const Language& lang = file.language();
   bool class_on_path = false;
-  for (auto it = scopes_from.rbegin(); it != scopes_from.rend(); ++it) {
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
     const std::optional<ScopeHit> hit = scope_of(lang, *it);
     if (!hit) continue;
     const std::optional<TSNode> parent =
-        it + 1 != scopes_from.rend() ? std::optional<TSNode>(*(it + 1)) : std::nullopt;
+        it + 1 != path.rend() ? std::optional<TSNode>(*(it + 1)) : std::nullopt;
     NodeInfo info = info_of(*it, definition_name(file, *it, *hit->rule, parent));
     if (hit->kind == ScopeKind::Function && !a.function) {
       a.function = info;
@@ -372,107 +347,168 @@ Anchor anchor(const ParsedFile& file, const Cursor& cursor, const AnchorOptions&
     }
     a.scopes.push_back(Scope{hit->kind, info});
   }
+  return class_on_path;
+}
 
-  // Module and its declared package (Go's `package main`, Java's `package a.b;`).
-  // Top-level children only, through a cursor: ts_node_named_child(root, i) costs O(i).
-  a.module = info_of(root, {});
-  if (!lang.nodes().packages.empty()) {
-    walk(root, [&](TSNode n) {
-      if (!a.module.name.empty()) return false;
-      if (const KindRule* r = lang.package_rule(n)) a.module.name = definition_name(file, n, *r);
-      return ts_node_eq(n, root);
-    });
+// The module and its declared package (Go's `package main`, Java's `package a.b;`), from the
+// top-level children only, through a cursor: ts_node_named_child(root, i) costs O(i).
+NodeInfo module_of(const ParsedFile& file) {
+  const Language& lang = file.language();
+  const TSNode root = file.root();
+  NodeInfo module = info_of(root, {});
+  if (lang.nodes().packages.empty()) return module;
+  walk(root, [&](TSNode n) {
+    if (!module.name.empty()) return false;
+    if (const KindRule* r = lang.package_rule(n)) module.name = definition_name(file, n, *r);
+    return ts_node_eq(n, root);
+  });
+  return module;
+}
+
+// A mark of the imports-and-identifiers walk: the depth of the node where a search's state
+// changed, forgotten when the walk climbs back to that depth (it left the node's subtree).
+struct DepthMark {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t at = kNone;
+  bool set() const { return at != kNone; }
+  void climbed_to(uint32_t depth) {
+    if (at != kNone && depth <= at) at = kNone;
+  }
+};
+
+// Imports visible at the cursor: the walk skips the bodies of definitions that do not enclose
+// it (an import inside another function is not in scope here) and descends into everything
+// else (#ifdef blocks, Python `try:`/`if:` at module level, the enclosing namespace). Below a
+// node it does not descend into, the search is off while the walk goes on for the identifiers.
+class ImportSearch {
+ public:
+  // `enclosing`: the scopes around the cursor.
+  ImportSearch(const ParsedFile& file, const std::vector<Scope>& enclosing)
+      : file_(file), enclosing_(enclosing) {}
+  bool on() const { return !off_.set(); }
+  void off_below(uint32_t depth) { off_.at = depth; }
+  void climbed_to(uint32_t depth) { off_.climbed_to(depth); }
+  // Takes `n` when it is an import; whether the search needs n's children.
+  bool visit(TSNode n, std::vector<NodeInfo>& out) const {
+    const Language& lang = file_.language();
+    if (const KindRule* r = lang.import_rule(n)) {
+      out.push_back(info_of(n, definition_name(file_, n, *r)));
+      return false;
+    }
+    if (scope_of(lang, n) && !encloses_cursor(n)) return false;
+    // A statement whose grammar holds no import, parsed without error: nothing to find.
+    return !(lang.is_import_free(n) && !ts_node_has_error(n));
   }
 
-  // Imports visible at the cursor: skip the bodies of definitions that do not enclose it (an
-  // import inside another function is not in scope here), descend into everything else
-  // (#ifdef blocks, Python `try:`/`if:` at module level, the enclosing namespace).
-  // Identifiers near the cursor within the innermost function (else class, else file).
-  // Both come from one pre-order walk of the tree: when the cursor has no enclosing function
-  // (a cut that leaves a bracket open puts the rest of the file in an ERROR node) the two
-  // searches cover the whole file, and one walk costs half of two. Each search keeps its own
-  // rule: imports are taken where the import walk would reach (`imports_off` marks the depth
-  // below which it would not), identifiers inside `scope` only (`scope_at`: its depth while
-  // the walk is inside it); the walk descends where either needs it, and into the ancestors
-  // of `scope` (an `export` around a function is an import node the import walk stops at).
-  auto encloses_cursor = [&](TSNode n) {
-    return std::any_of(a.scopes.begin(), a.scopes.end(),
+ private:
+  bool encloses_cursor(TSNode n) const {
+    return std::any_of(enclosing_.begin(), enclosing_.end(),
                        [&](const Scope& sc) { return ts_node_eq(sc.info.node, n); });
-  };
+  }
+  const ParsedFile& file_;
+  const std::vector<Scope>& enclosing_;
+  DepthMark off_;
+};
+
+// Identifiers within `scope` (the innermost function, else class, else the whole file), each
+// name at its use nearest the cursor. Outside `scope` the search only leads the walk down the
+// ancestors of `scope` (an `export` around a function is an import node the import search
+// stops at); a mark holds the depth of `scope` while the walk is in it.
+class IdentifierSearch {
+ public:
+  IdentifierSearch(const ParsedFile& file, TSNode scope, uint32_t cursor)
+      : file_(file), scope_(scope), whole_file_(ts_node_eq(scope, file.root())), cursor_(cursor) {}
+  // Takes `n` when it is an identifier inside `scope`; whether the search needs n's children.
+  bool visit(TSNode n, uint32_t depth) {
+    if (!inside_.set() && (whole_file_ ? depth == 0 : ts_node_eq(n, scope_))) inside_.at = depth;
+    if (!inside_.set()) {
+      // An ancestor of `scope` (or a node spanning the same bytes): the way to it.
+      return !whole_file_ && ts_node_start_byte(n) <= ts_node_start_byte(scope_) &&
+             ts_node_end_byte(scope_) <= ts_node_end_byte(n);
+    }
+    if (!file_.language().is_identifier(n)) return true;
+    const Span s = span_of(n);
+    const uint32_t d = cursor_ < s.start_byte ? s.start_byte - cursor_
+                       : cursor_ > s.end_byte ? cursor_ - s.end_byte
+                                              : 0;
+    const std::string_view name = file_.text(n);
+    auto [it, inserted] = nearest_.try_emplace(name, Reference{name, ts_node_type(n), s, d});
+    if (!inserted && d < it->second.distance) it->second = Reference{name, ts_node_type(n), s, d};
+    return false;
+  }
+  // Nearest first (ties: earlier first), at most `max` (0: all).
+  std::vector<Reference> nearest(std::size_t max) const {
+    std::vector<Reference> out;
+    out.reserve(nearest_.size());
+    for (const auto& [name, ref] : nearest_) out.push_back(ref);
+    std::sort(out.begin(), out.end(), [](const Reference& x, const Reference& y) {
+      return std::tie(x.distance, x.span.start_byte) < std::tie(y.distance, y.span.start_byte);
+    });
+    if (max != 0 && out.size() > max) out.resize(max);
+    return out;
+  }
+  void climbed_to(uint32_t depth) { inside_.climbed_to(depth); }
+
+ private:
+  const ParsedFile& file_;
+  const TSNode scope_;
+  const bool whole_file_;
+  const uint32_t cursor_;
+  std::map<std::string_view, Reference> nearest_;
+  DepthMark inside_;
+};
+
+// Moves `c` to the next node in pre-order that is not below the current one, keeping `depth`;
+// false at the end of the tree.
+bool next_not_below(TSTreeCursor* c, uint32_t& depth) {
+  for (;;) {
+    if (ts_tree_cursor_goto_next_sibling(c)) return true;
+    if (!ts_tree_cursor_goto_parent(c)) return false;
+    --depth;
+  }
+}
+
+// Both searches in one pre-order walk of the tree: when the cursor has no enclosing function
+// (a cut that leaves a bracket open puts the rest of the file in an ERROR node) both cover the
+// whole file, and one walk costs half of two. The walk descends where either search needs it.
+void find_imports_and_identifiers(const ParsedFile& file, ImportSearch& imports,
+                                  IdentifierSearch& identifiers, std::vector<NodeInfo>& out) {
+  TreeCursor tc(file.root());
+  TSTreeCursor* c = tc.get();
+  uint32_t depth = 0;
+  for (;;) {
+    const TSNode n = ts_tree_cursor_current_node(c);
+    const bool imports_on = imports.on();
+    const bool descend_imports = imports_on && imports.visit(n, out);
+    const bool descend_ids = identifiers.visit(n, depth);
+    if ((descend_imports || descend_ids) && ts_tree_cursor_goto_first_child(c)) {
+      if (imports_on && !descend_imports) imports.off_below(depth);
+      ++depth;
+      continue;
+    }
+    if (!next_not_below(c, depth)) return;
+    imports.climbed_to(depth);
+    identifiers.climbed_to(depth);
+  }
+}
+
+}  // namespace
+
+Anchor anchor(const ParsedFile& file, const Cursor& cursor, const AnchorOptions& options) {
+  Anchor a;
+  a.byte = cursor.resolve(file);
+  a.point = file.point_at(a.byte);
+  const std::vector<TSNode> path = path_to(file.language(), file.source(), file.root(), a.byte);
+  a.node = smallest_named(path);
+  const bool class_on_path = add_scopes(file, scope_path(file, path, a.byte), a);
+  a.module = module_of(file);
   const TSNode scope = a.function      ? a.function->node
                        : class_on_path ? a.enclosing_class->node
-                                       : root;
-  const bool whole_file = ts_node_eq(scope, root);
-  const uint32_t scope_start = ts_node_start_byte(scope), scope_end = ts_node_end_byte(scope);
-  std::map<std::string_view, Reference> nearest;
-  {
-    constexpr uint32_t kNone = UINT32_MAX;
-    uint32_t depth = 0, imports_off = kNone, scope_at = kNone;
-    TreeCursor tc(root);
-    TSTreeCursor* c = tc.get();
-    for (;;) {
-      const TSNode n = ts_tree_cursor_current_node(c);
-      if (scope_at == kNone && (whole_file ? depth == 0 : ts_node_eq(n, scope))) scope_at = depth;
-      const bool imports_on = imports_off == kNone;
-      bool descend_imports = false;
-      if (imports_on) {
-        if (const KindRule* r = lang.import_rule(n)) {
-          a.imports.push_back(info_of(n, definition_name(file, n, *r)));
-        } else {
-          descend_imports = !scope_of(lang, n) || encloses_cursor(n);
-          // A statement whose grammar holds no import, parsed without error: nothing to find.
-          if (descend_imports && lang.is_import_free(n) && !ts_node_has_error(n)) {
-            descend_imports = false;
-          }
-        }
-      }
-      bool descend_ids = false;
-      if (scope_at != kNone) {
-        if (lang.is_identifier(n)) {
-          const Span s = span_of(n);
-          const uint32_t d = a.byte < s.start_byte ? s.start_byte - a.byte
-                             : a.byte > s.end_byte ? a.byte - s.end_byte
-                                                   : 0;
-          const std::string_view name = file.text(n);
-          auto [it, inserted] = nearest.try_emplace(name, Reference{name, ts_node_type(n), s, d});
-          if (!inserted && d < it->second.distance) {
-            it->second = Reference{name, ts_node_type(n), s, d};
-          }
-        } else {
-          descend_ids = true;
-        }
-      } else if (!whole_file) {
-        // An ancestor of `scope` (or a node spanning the same bytes): the way to it.
-        descend_ids = ts_node_start_byte(n) <= scope_start && scope_end <= ts_node_end_byte(n);
-      }
-      if ((descend_imports || descend_ids) && ts_tree_cursor_goto_first_child(c)) {
-        if (imports_on && !descend_imports) imports_off = depth;
-        ++depth;
-        continue;
-      }
-      bool done = false;
-      for (;;) {
-        if (ts_tree_cursor_goto_next_sibling(c)) break;
-        if (!ts_tree_cursor_goto_parent(c)) {
-          done = true;
-          break;
-        }
-        --depth;
-      }
-      if (done) break;
-      // Left the subtree the marks were set at: back to the node's own depth or above.
-      if (imports_off != kNone && depth <= imports_off) imports_off = kNone;
-      if (scope_at != kNone && depth <= scope_at) scope_at = kNone;
-    }
-  }
-  a.identifiers.reserve(nearest.size());
-  for (auto& [name, ref] : nearest) a.identifiers.push_back(ref);
-  std::sort(a.identifiers.begin(), a.identifiers.end(), [](const Reference& x, const Reference& y) {
-    return std::tie(x.distance, x.span.start_byte) < std::tie(y.distance, y.span.start_byte);
-  });
-  if (options.max_identifiers != 0 && a.identifiers.size() > options.max_identifiers) {
-    a.identifiers.resize(options.max_identifiers);
-  }
+                                       : file.root();
+  ImportSearch imports(file, a.scopes);
+  IdentifierSearch identifiers(file, scope, a.byte);
+  find_imports_and_identifiers(file, imports, identifiers, a.imports);
+  a.identifiers = identifiers.nearest(options.max_identifiers);
   return a;
 }
 

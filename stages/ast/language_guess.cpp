@@ -2,19 +2,14 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <map>
 #include <vector>
+
+#include "base/strings.h"
 
 namespace vsynth::stages::ast {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 struct Alias {
   std::string_view alias, name;
@@ -74,7 +69,7 @@ const Language* shebang_language(std::string_view line) {
 }  // namespace
 
 const Language* language_for_name(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = base::ascii_lower(name);
   if (const Language* l = Language::find(n)) return l;
   for (const Alias& a : kAliases) {
     if (a.alias == n) return Language::find(a.name);

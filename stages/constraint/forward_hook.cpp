@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include "base/stats.h"
+#include "base/strings.h"
 #include "solvers/error.h"
 #include "stages/constraint/error.h"
 #include "stages/constraint/prove.h"
@@ -45,14 +47,6 @@ double us_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-double round1(double v) {
-  return std::round(v * 10.0) / 10.0;
-}
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
 // Braces a C prefix leaves open (strings, character literals and comments skipped).
 int open_braces(std::string_view s) {
   int depth = 0;
@@ -78,24 +72,16 @@ int open_braces(std::string_view s) {
 
 }  // namespace
 
-double percentile(std::vector<float> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double rank = std::ceil(p / 100.0 * static_cast<double>(v.size()));
-  const std::size_t i = static_cast<std::size_t>(std::max(1.0, rank)) - 1;
-  return v[std::min(i, v.size() - 1)];
-}
-
 nlohmann::json ForwardStats::to_json() const {
   nlohmann::json j;
   j["candidate"] = candidate;
   j["attempt"] = attempt;
   j["tokens"] = token_us.size();
-  j["p50_token_us"] = round1(percentile(token_us, 50));
-  j["p99_token_us"] = round1(percentile(token_us, 99));
+  j["p50_token_us"] = base::round1(base::percentile(token_us, 50));
+  j["p99_token_us"] = base::round1(base::percentile(token_us, 99));
   double total = 0;
   for (float t : token_us) total += t;
-  j["hook_us"] = round1(total);
+  j["hook_us"] = base::round1(total);
   j["boundaries"] = boundaries;
   j["parses_skipped"] = parses_skipped;
   j["checks"] = checks;
@@ -103,10 +89,10 @@ nlohmann::json ForwardStats::to_json() const {
   j["rollbacks"] = rollbacks;
   j["rejections"] = rejections;
   j["gave_up"] = gave_up;
-  j["setup_us"] = round1(setup_us);
-  j["translate_us"] = round1(translate_us);
-  j["z3_us"] = round1(z3_us);
-  j["wall_us"] = round1(wall_us);
+  j["setup_us"] = base::round1(setup_us);
+  j["translate_us"] = base::round1(translate_us);
+  j["z3_us"] = base::round1(z3_us);
+  j["wall_us"] = base::round1(wall_us);
   j["z3_share"] = wall_us > 0 ? std::round(1e4 * z3_us / wall_us) / 1e4 : 0.0;
   if (!events.empty()) j["events"] = events;
   return j;
@@ -128,12 +114,12 @@ nlohmann::json ConstraintStatsFacet::to_json() const {
     j["candidates"].push_back(s.to_json());
   }
   j["tokens"] = all.size();
-  j["p50_token_us"] = round1(percentile(all, 50));
-  j["p99_token_us"] = round1(percentile(all, 99));
+  j["p50_token_us"] = base::round1(base::percentile(all, 50));
+  j["p99_token_us"] = base::round1(base::percentile(all, 99));
   j["checks"] = checks;
   j["rollbacks"] = rollbacks;
   j["rejections"] = rejections;
-  j["z3_us"] = round1(z3);
+  j["z3_us"] = base::round1(z3);
   j["z3_share"] = wall > 0 ? std::round(1e4 * z3 / wall) / 1e4 : 0.0;
   return j;
 }
@@ -200,7 +186,7 @@ struct ForwardHook::Impl {
     p.source += code;
     if (python()) {
       std::size_t last = p.source.size();
-      while (last > 0 && is_space(p.source[last - 1])) --last;
+      while (last > 0 && base::is_space(p.source[last - 1])) --last;
       p.open_end = static_cast<uint32_t>(last == 0 ? 0 : last - 1);
     } else {
       p.open_end = static_cast<uint32_t>(p.source.size());

@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/stats.h"
 #include "graph/item.h"
 #include "graph/registry.h"
 #include "solvers/function_contract.h"
@@ -122,7 +123,7 @@ class Z3ForwardHook : public facets::DecodingHook {
 graph::ResourceContract forward_hook_contract();
 std::shared_ptr<graph::Resource> make_forward_hook_resource(const graph::ResourceContext& ctx);
 
-// Percentile (0..100) of `v` by nearest rank; 0 for an empty vector.
-double percentile(std::vector<float> v, double p);
+// Percentile (0..100) of `v` by nearest rank; 0 for an empty vector (base/stats.h).
+using base::percentile;
 
 }  // namespace vsynth::stages::constraint

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "stages/context/extract.h"
 #include "stages/context/normalize.h"
+#include "stages/context/unit_extract.h"
 #include "stages/context/value.h"
 
 namespace vsynth::stages::context {
@@ -19,7 +19,7 @@ bool matters(const Unit& u) {
 
 }  // namespace
 
-uint32_t remove_duplicates(CandidatesFacet& c, const DedupOptions& options) {
+uint32_t remove_duplicates(ContextUnitsFacet& c, const DedupOptions& options) {
   // --- the fingerprints of the units that can matter ---
   std::vector<uint32_t> pool;
   std::vector<std::vector<uint64_t>> sets(c.units.size());

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 
 namespace vsynth::stages::context {
 
@@ -27,6 +27,6 @@ struct DedupOptions {
 
 // Marks duplicates removed (Unit::removed, duplicate_of; candidates.duplicates lists them).
 // Returns how many were removed.
-uint32_t remove_duplicates(CandidatesFacet& candidates, const DedupOptions& options);
+uint32_t remove_duplicates(ContextUnitsFacet& candidates, const DedupOptions& options);
 
 }  // namespace vsynth::stages::context

@@ -1,6 +1,6 @@
 #include "stages/context/dedup_stage.h"
 
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/facets/task_file.h"
 
 namespace vsynth::stages::context {
@@ -14,7 +14,7 @@ DedupStage::DedupStage(const graph::StageContext& ctx)
 graph::Port DedupStage::process(graph::Item& item) {
   if (facets::anonymous_buffer(item)) return ok_;  // no anchor, no units: nothing to do
   // Built by a stage before this one (the contract requires them): dedup only marks.
-  remove_duplicates(item.get<CandidatesFacet>(), options_);
+  remove_duplicates(item.get<ContextUnitsFacet>(), options_);
   return ok_;
 }
 

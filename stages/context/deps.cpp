@@ -6,10 +6,10 @@
 #include <string>
 #include <utility>
 
-#include "stages/context/extract.h"
 #include "stages/context/normalize.h"
 #include "stages/context/references.h"
 #include "stages/context/ts_util.h"
+#include "stages/context/unit_extract.h"
 
 namespace vsynth::stages::context {
 
@@ -32,7 +32,7 @@ struct Reached {
 
 class Expander {
  public:
-  Expander(CandidatesFacet& c, const ProjectIndex& index, const DepsOptions& o, graph::Arena& a,
+  Expander(ContextUnitsFacet& c, const ProjectIndex& index, const DepsOptions& o, graph::Arena& a,
            const RetrievedUnits* retrieved)
       : c_(c),
         index_(index),
@@ -63,7 +63,7 @@ class Expander {
   std::optional<ProjectIndex::Ref> attribute_type(const ProjectIndex::Ref& cls,
                                                   std::string_view attr) const;
 
-  CandidatesFacet& c_;
+  ContextUnitsFacet& c_;
   const ProjectIndex& index_;
   const DepsOptions& o_;
   graph::Arena& arena_;
@@ -313,7 +313,7 @@ void Expander::add_retrieved() {
 
 }  // namespace
 
-DepsStats expand_dependencies(CandidatesFacet& candidates, const ProjectIndex& index,
+DepsStats expand_dependencies(ContextUnitsFacet& candidates, const ProjectIndex& index,
                               const DepsOptions& options, graph::Arena& arena,
                               const RetrievedUnits* retrieved) {
   Expander x(candidates, index, options, arena, retrieved);

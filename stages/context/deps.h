@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "graph/arena.h"
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/context/file_cache.h"
 #include "stages/context/project_index.h"
 #include "stages/facets/retrieved.h"
@@ -64,7 +64,7 @@ RetrievedUnits resolve_retrieved(const facets::RetrievedFacet& retrieved, const 
 
 // `index` must hold the cursor's file (candidates.files[0]) at its current text. `retrieved`
 // (optional) adds the hits' units with their retrieval_rank.
-DepsStats expand_dependencies(CandidatesFacet& candidates, const ProjectIndex& index,
+DepsStats expand_dependencies(ContextUnitsFacet& candidates, const ProjectIndex& index,
                               const DepsOptions& options, graph::Arena& arena,
                               const RetrievedUnits* retrieved = nullptr);
 

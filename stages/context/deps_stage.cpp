@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/context/error.h"
 #include "stages/context/stage_util.h"
 #include "stages/facets/task_file.h"
@@ -18,7 +18,8 @@ DepsStage::DepsStage(const graph::StageContext& ctx)
       ok_(ctx.port("ok")),
       cache_(static_cast<std::size_t>(ctx.params.integer("cache_mb")) << 20) {}
 
-void DepsStage::index_task_files(graph::Item& item, const CandidatesFacet& c, ProjectIndex& index) {
+void DepsStage::index_task_files(graph::Item& item, const ContextUnitsFacet& c,
+                                 ProjectIndex& index) {
   // Chunks of one path come joined (facets::task_files): an editor's pieces of a file index
   // as that file.
   std::vector<facets::TaskFileText> files;
@@ -47,7 +48,7 @@ void DepsStage::index_task_files(graph::Item& item, const CandidatesFacet& c, Pr
 
 graph::Port DepsStage::process(graph::Item& item) {
   if (facets::anonymous_buffer(item)) return ok_;  // no language: nothing to index against
-  CandidatesFacet& c = ensure_candidates(item);
+  ContextUnitsFacet& c = ensure_candidates(item);
   ProjectIndex index;  // this task's alone
   index_task_files(item, c, index);
   // What retrieval.search found, when it ran before: its hits join the candidates.

@@ -37,7 +37,7 @@ class DepsStage : public graph::SyncStage {
  private:
   // The index view of this task: its `files` (through the cache) and its
   // cursor's file.
-  void index_task_files(graph::Item& item, const CandidatesFacet& c, ProjectIndex& index);
+  void index_task_files(graph::Item& item, const ContextUnitsFacet& c, ProjectIndex& index);
 
   nlohmann::json::json_pointer files_;
   DepsOptions options_;

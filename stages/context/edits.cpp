@@ -61,7 +61,7 @@ std::vector<Edit> read_edits(const graph::Item& item, const std::string& pointer
   return edits;
 }
 
-void mark_edits(CandidatesFacet& candidates, const std::vector<Edit>& edits) {
+void mark_edits(ContextUnitsFacet& candidates, const std::vector<Edit>& edits) {
   const int n = static_cast<int>(edits.size());
   for (int i = 0; i < n; ++i) {
     const Edit& e = edits[static_cast<std::size_t>(i)];

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "graph/item.h"
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 
 namespace vsynth::stages::context {
 
@@ -28,6 +28,6 @@ std::vector<Edit> read_edits(const graph::Item& item, const std::string& pointer
 
 // Sets reasons.edit_rank (0 = the most recent edit) on every unit whose own rows overlap an
 // edit.
-void mark_edits(CandidatesFacet& candidates, const std::vector<Edit>& edits);
+void mark_edits(ContextUnitsFacet& candidates, const std::vector<Edit>& edits);
 
 }  // namespace vsynth::stages::context

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "stages/context/extract.h"
+#include "stages/context/unit_extract.h"
 
 namespace vsynth::stages::context {
 

@@ -3,22 +3,16 @@
 #include <algorithm>
 #include <string_view>
 
+#include "base/hash.h"
+#include "base/mix.h"
 #include "stages/context/ts_util.h"
 
 namespace vsynth::stages::context {
 
 namespace {
 
-constexpr uint64_t kFnvOffset = 1469598103934665603ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
-
 uint64_t fnv(std::string_view s) {
-  uint64_t h = kFnvOffset;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= kFnvPrime;
-  }
-  return h;
+  return base::fnv1a64(s, base::kFnv1a64ShortOffset);
 }
 
 bool is_string_literal(std::string_view t) {
@@ -136,10 +130,10 @@ std::vector<uint64_t> shingles(const std::vector<uint64_t>& tokens, uint32_t k) 
   const std::size_t width = std::min<std::size_t>(k, tokens.size());
   out.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
-    uint64_t h = kFnvOffset;
+    uint64_t h = base::kFnv1a64ShortOffset;
     for (std::size_t j = 0; j < width; ++j) {
-      h ^= tokens[i + j] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-      h *= kFnvPrime;
+      h ^= tokens[i + j] + base::kGoldenGamma + (h << 6) + (h >> 2);
+      h *= base::kFnv1a64Prime;
     }
     out.push_back(h);
   }

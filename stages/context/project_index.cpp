@@ -9,8 +9,8 @@
 #include "stages/ast/language.h"
 #include "stages/ast/reclaim.h"
 #include "stages/context/error.h"
-#include "stages/context/extract.h"
 #include "stages/context/references.h"
+#include "stages/context/unit_extract.h"
 
 namespace vsynth::stages::context {
 
@@ -122,7 +122,7 @@ bool ProjectIndex::update(const std::string& path, std::shared_ptr<const ast::Pa
 bool ProjectIndex::update(const std::string& path, std::shared_ptr<const FileUnits> units) {
   if (!units || !units->file) {
     throw ContextError(fmt::format(
-        "project index: update of {} got no extracted units (pass CandidatesFacet::extracted, "
+        "project index: update of {} got no extracted units (pass ContextUnitsFacet::extracted, "
         "or the parsed file itself)",
         path));
   }

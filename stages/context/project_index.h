@@ -36,8 +36,8 @@
 
 #include "graph/arena.h"
 #include "stages/ast/parsed_file.h"
-#include "stages/context/extract.h"
 #include "stages/context/unit.h"
+#include "stages/context/unit_extract.h"
 
 namespace vsynth::stages::context {
 
@@ -67,7 +67,7 @@ class ProjectIndex {
   // Brings `path` to an already parsed file (the cursor's file as ast.anchor parsed it):
   // nothing is parsed again, only its units are extracted and indexed.
   bool update(const std::string& path, std::shared_ptr<const ast::ParsedFile> parsed);
-  // Brings `path` to the file `units` were extracted from (CandidatesFacet::extracted):
+  // Brings `path` to the file `units` were extracted from (ContextUnitsFacet::extracted):
   // nothing is parsed or extracted again when they were made with the default ExtractOptions
   // (the index's own); otherwise as update(path, units->file).
   bool update(const std::string& path, std::shared_ptr<const FileUnits> units);

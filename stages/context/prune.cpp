@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "stages/context/extract.h"
 #include "stages/context/knapsack.h"
+#include "stages/context/unit_extract.h"
 
 namespace vsynth::stages::context {
 
@@ -26,7 +26,7 @@ constexpr int kMaxFillRounds = 48;
 constexpr std::size_t kFillChecksPerRound = 6;
 
 // Marks the focus and every container around it.
-std::vector<bool> mandatory_units(const CandidatesFacet& c) {
+std::vector<bool> mandatory_units(const ContextUnitsFacet& c) {
   std::vector<bool> m(c.units.size(), false);
   for (int32_t p = c.focus; p >= 0; p = c.units[static_cast<std::size_t>(p)].parent) {
     m[static_cast<std::size_t>(p)] = true;
@@ -36,7 +36,7 @@ std::vector<bool> mandatory_units(const CandidatesFacet& c) {
 
 // Opens the focus into its statements until the mandatory part fits (or nothing
 // opens).
-void split_focus(CandidatesFacet& c, const TokenCounter& counter, uint32_t budget,
+void split_focus(ContextUnitsFacet& c, const TokenCounter& counter, uint32_t budget,
                  graph::Arena& arena, std::unique_ptr<Renderer>& renderer) {
   // `budget` here is the focus's share of the whole budget.
   for (int guard = 0; guard < kMaxFocusSplits && c.file; ++guard) {
@@ -60,7 +60,7 @@ void split_focus(CandidatesFacet& c, const TokenCounter& counter, uint32_t budge
                                : c.cursor_row > u.end_row ? c.cursor_row - u.end_row
                                                           : 0;
       // A member holding the cursor, or a clause split off after the container
-      // (an else branch: extract.h) that holds it.
+      // (an else branch: unit_extract.h) that holds it.
       const bool member = u.parent == static_cast<int32_t>(old_focus);
       if ((member || u.parent == old_parent) && u.first_row <= c.cursor_row &&
           c.cursor_row <= u.end_row) {
@@ -116,7 +116,7 @@ struct Groups {
 // Each option is charged its form, an elision marker, and the containers
 // (smallest form, closing rows, a marker each) and file header it may need: an
 // upper bound, so any choice the knapsack makes fits.
-Groups knapsack_groups(const CandidatesFacet& c, const Renderer& r,
+Groups knapsack_groups(const ContextUnitsFacet& c, const Renderer& r,
                        const std::vector<bool>& mandatory, const ValueWeights& w) {
   const std::vector<Unit>& units = c.units;
   std::vector<bool> file_shown(c.files.size(), false);
@@ -153,7 +153,7 @@ Groups knapsack_groups(const CandidatesFacet& c, const Renderer& r,
 // Each round ranks the possible upgrades by their knapsack (upper-bound) cost
 // and checks only the best few at their exact cost. Returns the selection's
 // cost.
-uint64_t fill_slack(const CandidatesFacet& c, const Renderer& r, const Groups& groups,
+uint64_t fill_slack(const ContextUnitsFacet& c, const Renderer& r, const Groups& groups,
                     const ValueWeights& w, uint32_t budget, Selection& sel) {
   const std::vector<Unit>& units = c.units;
   uint64_t cost = r.cost(sel);
@@ -231,7 +231,7 @@ uint64_t fill_slack(const CandidatesFacet& c, const Renderer& r, const Groups& g
 // Renders and counts the text once; while a real tokenizer's count exceeds the
 // budget (it is not exactly additive over pieces), drops the shown unit of
 // least value per token.
-Renderer::Text render_within(const CandidatesFacet& c, const Renderer& r,
+Renderer::Text render_within(const ContextUnitsFacet& c, const Renderer& r,
                              const TokenCounter& counter, const std::vector<bool>& mandatory,
                              const ValueWeights& w, uint32_t budget, Selection& sel,
                              uint32_t& used) {
@@ -260,7 +260,7 @@ Renderer::Text render_within(const CandidatesFacet& c, const Renderer& r,
 
 // What was shown, in candidate order, each with its form, tokens, value and
 // reason.
-std::vector<Shown> shown_units(const CandidatesFacet& c, const Renderer& r,
+std::vector<Shown> shown_units(const ContextUnitsFacet& c, const Renderer& r,
                                const std::vector<bool>& mandatory, const ValueWeights& w,
                                const Selection& sel) {
   std::vector<Shown> out;
@@ -289,7 +289,7 @@ std::vector<Shown> shown_units(const CandidatesFacet& c, const Renderer& r,
 
 }  // namespace
 
-PruneResult prune(CandidatesFacet& c, const TokenCounter& counter, const PruneOptions& options,
+PruneResult prune(ContextUnitsFacet& c, const TokenCounter& counter, const PruneOptions& options,
                   graph::Arena& arena) {
   PruneResult result;
   const uint32_t budget = options.budget_tokens;

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "graph/arena.h"
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/context/render.h"
 #include "stages/context/token_counter.h"
 #include "stages/context/value.h"
@@ -66,7 +66,7 @@ struct PruneResult {
 
 // Chooses and renders. May split the focus (appending units to `candidates`); `arena` holds
 // texts made then.
-PruneResult prune(CandidatesFacet& candidates, const TokenCounter& counter,
+PruneResult prune(ContextUnitsFacet& candidates, const TokenCounter& counter,
                   const PruneOptions& options, graph::Arena& arena);
 
 }  // namespace vsynth::stages::context

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/context/edits.h"
 #include "stages/context/error.h"
 #include "stages/context/stage_util.h"
@@ -69,7 +69,7 @@ PruneStage::PruneStage(const graph::StageContext& ctx)
 graph::Port PruneStage::process(graph::Item& item) {
   // No language, no units: generate.llm prompts with the task's own prefix and suffix.
   if (facets::anonymous_buffer(item)) return ok_;
-  CandidatesFacet& c = ensure_candidates(item);
+  ContextUnitsFacet& c = ensure_candidates(item);
   mark_edits(c, read_edits(item, edits_field_));
   PruneResult r = prune(c, *counter_, options_, item.arena());
 

@@ -20,7 +20,7 @@ struct CostSink {
 };
 
 struct TextSink {
-  const CandidatesFacet& c;
+  const ContextUnitsFacet& c;
   Renderer::Text out;
   bool first_file = true;
   void header(uint32_t file) {
@@ -46,7 +46,7 @@ struct TextSink {
 
 }  // namespace
 
-Renderer::Renderer(const CandidatesFacet& candidates, const TokenCounter& counter)
+Renderer::Renderer(const ContextUnitsFacet& candidates, const TokenCounter& counter)
     : c_(candidates), counter_(counter) {
   const std::size_t n = c_.units.size();
   children_.resize(n);

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/context/token_counter.h"
 
 namespace vsynth::stages::context {
@@ -29,7 +29,7 @@ using Selection = std::vector<int8_t>;
 
 class Renderer {
  public:
-  Renderer(const CandidatesFacet& candidates, const TokenCounter& counter);
+  Renderer(const ContextUnitsFacet& candidates, const TokenCounter& counter);
 
   // The forms actually shown: the selection plus the containers it needs.
   Selection with_containers(const Selection& selection) const;
@@ -59,7 +59,7 @@ class Renderer {
   void children(const std::vector<uint32_t>& list, const Selection& shown, int64_t first_row,
                 int64_t last_row, std::string_view outer_indent, Sink& sink) const;
 
-  const CandidatesFacet& c_;
+  const ContextUnitsFacet& c_;
   const TokenCounter& counter_;
   std::vector<std::vector<uint32_t>> children_;  // per unit, members in row order
   std::vector<std::vector<uint32_t>> roots_;     // per file, top-level units in row order

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <string>
 
+#include "base/strings.h"
 #include "stages/context/ts_util.h"
 
 namespace vsynth::stages::context {
@@ -48,11 +49,6 @@ std::string docstring_line(std::string_view literal) {
     body.remove_prefix(nl + 1);
   }
   return {};
-}
-
-std::string_view rtrim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 std::string_view slice(const ast::ParsedFile& file, uint32_t start, uint32_t end) {
@@ -174,7 +170,7 @@ std::string function_signature(const ast::ParsedFile& file, TSNode unit_node, TS
     const TSNode decl = field(def_node, "declarator");
     if (!ts_node_is_null(decl)) end = ts_node_end_byte(decl);
   }
-  const std::string_view header = rtrim(slice(file, ts_node_start_byte(unit_node), end));
+  const std::string_view header = base::trim_right(slice(file, ts_node_start_byte(unit_node), end));
   std::string out;
   if (style.indented_body) {
     out = fmt::format("{}{}\n", indent, header);
@@ -194,7 +190,7 @@ std::string container_header(const ast::ParsedFile& file, TSNode unit_node, TSNo
   if (ts_node_is_null(body)) return {};
   const LangStyle& style = style_for(file.language().name());
   const std::string_view header =
-      rtrim(slice(file, ts_node_start_byte(unit_node), ts_node_start_byte(body)));
+      base::trim_right(slice(file, ts_node_start_byte(unit_node), ts_node_start_byte(body)));
   if (header.empty()) return {};
   std::string out;
   if (style.indented_body) {
@@ -225,7 +221,7 @@ std::string trimmed_declaration(const ast::ParsedFile& file, TSNode unit_node, U
   if (!spans_rows && file.text(value).size() <= 48) return {};
   const LangStyle& style = style_for(file.language().name());
   const std::string_view before =
-      rtrim(slice(file, ts_node_start_byte(unit_node), ts_node_start_byte(value)));
+      base::trim_right(slice(file, ts_node_start_byte(unit_node), ts_node_start_byte(value)));
   const std::string_view after =
       trim(slice(file, ts_node_end_byte(value), ts_node_end_byte(unit_node)));
   if (after.find('\n') != std::string_view::npos) return {};  // more declarators follow

@@ -1,6 +1,6 @@
 #include "stages/context/summarize_stage.h"
 
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/facets/task_file.h"
 
 namespace vsynth::stages::context {
@@ -10,7 +10,7 @@ SummarizeStage::SummarizeStage(const graph::StageContext& ctx)
 
 graph::Port SummarizeStage::process(graph::Item& item) {
   if (facets::anonymous_buffer(item)) return ok_;  // no anchor, no units: nothing to do
-  if (item.find<CandidatesFacet>()) return ok_;    // a stage before this one built them
+  if (item.find<ContextUnitsFacet>()) return ok_;  // a stage before this one built them
   ensure_candidates(item, options_);
   return ok_;
 }

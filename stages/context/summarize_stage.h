@@ -1,5 +1,5 @@
 // context.summarize: the cursor file's units with their three forms (full, signature, name),
-// signatures per language (summarize.h), and the in-file reasons (candidates.h): the
+// signatures per language (summarize.h), and the in-file reasons (context_units.h): the
 // `context_units` facet the other context stages work on. Optional in a pipeline: the first
 // context stage builds the candidates with default options when no summarize ran.
 //
@@ -10,7 +10,7 @@
 #pragma once
 
 #include "graph/stage.h"
-#include "stages/context/extract.h"
+#include "stages/context/unit_extract.h"
 
 namespace vsynth::stages::context {
 

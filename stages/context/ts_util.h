@@ -1,5 +1,6 @@
-// Small tree-sitter helpers shared by stages/context: field lookup, pre-order walks with a
-// tree cursor (O(children) per level), comment detection, whitespace trimming.
+// Small tree-sitter helpers shared by stages/context: field lookup by cached id, node types,
+// comment detection, whitespace trimming; and the tree walk of stages/ast (tree_walk.h) under
+// context's names.
 #pragma once
 
 #include <tree_sitter/api.h>
@@ -7,6 +8,9 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+
+#include "base/strings.h"
+#include "stages/ast/tree_walk.h"
 
 namespace vsynth::stages::context {
 
@@ -49,69 +53,12 @@ inline bool is_comment(TSNode n) {
   return type_of(n).find("comment") != std::string_view::npos;
 }
 
-inline bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
+using base::is_space;  // base/strings.h
+using base::trim;
 
-inline std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// Owns a TSTreeCursor for one walk.
-class TreeCursor {
- public:
-  explicit TreeCursor(TSNode root) : c_(ts_tree_cursor_new(root)) {}
-  ~TreeCursor() { ts_tree_cursor_delete(&c_); }
-  TreeCursor(const TreeCursor&) = delete;
-  TreeCursor& operator=(const TreeCursor&) = delete;
-  TSTreeCursor* get() { return &c_; }
-
- private:
-  TSTreeCursor c_;
-};
-
-// Pre-order walk of `root`'s subtree (named and anonymous nodes); `visit(node)` returns
-// whether to descend into it.
-template <class Visit>
-void walk(TSNode root, Visit&& visit) {
-  if (ts_node_is_null(root)) return;
-  TreeCursor tc(root);
-  TSTreeCursor* c = tc.get();
-  for (;;) {
-    if (visit(ts_tree_cursor_current_node(c)) && ts_tree_cursor_goto_first_child(c)) continue;
-    for (;;) {
-      if (ts_tree_cursor_goto_next_sibling(c)) break;
-      if (!ts_tree_cursor_goto_parent(c)) return;
-    }
-  }
-}
-
-// Calls `visit(child, field_name_or_null)` for each named child of `n`, in order.
-template <class Visit>
-void for_each_named_child(TSNode n, Visit&& visit) {
-  if (ts_node_is_null(n)) return;
-  TreeCursor tc(n);
-  TSTreeCursor* c = tc.get();
-  if (!ts_tree_cursor_goto_first_child(c)) return;
-  do {
-    const TSNode child = ts_tree_cursor_current_node(c);
-    if (ts_node_is_named(child)) visit(child, ts_tree_cursor_current_field_name(c));
-  } while (ts_tree_cursor_goto_next_sibling(c));
-}
-
-// As above, through `c` reset to `n`: no cursor allocated per call (a hot loop's helpers share
-// one). `visit` must not use `c`.
-template <class Visit>
-void for_each_named_child(TSTreeCursor* c, TSNode n, Visit&& visit) {
-  if (ts_node_is_null(n)) return;
-  ts_tree_cursor_reset(c, n);
-  if (!ts_tree_cursor_goto_first_child(c)) return;
-  do {
-    const TSNode child = ts_tree_cursor_current_node(c);
-    if (ts_node_is_named(child)) visit(child, ts_tree_cursor_current_field_name(c));
-  } while (ts_tree_cursor_goto_next_sibling(c));
-}
+// The tree walk (stages/ast/tree_walk.h).
+using ast::for_each_named_child;
+using ast::TreeCursor;
+using ast::walk;
 
 }  // namespace vsynth::stages::context

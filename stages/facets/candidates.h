@@ -16,7 +16,7 @@ namespace vsynth::stages::facets {
 struct Candidate {
   std::string_view text;        // the model's output (cut before a stop string, EOG dropped)
   std::string_view completion;  // the part to insert: `text` (complete) or its code block
-  std::string_view code;        // the whole program a validator runs (generation/extract.h)
+  std::string_view code;        // the whole program a validator runs (generation/answer_program.h)
   int32_t tokens = 0;           // generated tokens (rejected / rolled-back ones excluded)
   std::string finish;  // length | eog | stop | context | hook | hook_limit | masked | cancelled
   std::string finish_detail;  // the stop string or the hook's reason

@@ -50,7 +50,7 @@ struct HookContext {
   int candidate = 0;          // 0-based within this attempt
   int attempt = 1;            // Item::attempt()
 
-  // The program the candidate becomes, as generate.llm assembles it (generation/extract.h),
+  // The program the candidate becomes, as generate.llm assembles it (generation/answer_program.h),
   // so that a hook checks the code a validator will run: in complete mode prefix + the
   // generated text + the suffix; in instruct mode the code in the answer (`extract_code`),
   // after `given_code` when the answer does not define `entry_point`.

@@ -3,13 +3,9 @@
 #include <cmath>
 #include <cstdint>
 
-namespace vsynth::stages::facets {
+#include "base/stats.h"
 
-namespace {
-double round1(double v) {
-  return std::round(v * 10.0) / 10.0;
-}
-}  // namespace
+namespace vsynth::stages::facets {
 
 nlohmann::json to_json(const CandidateProof& p, std::size_t index) {
   nlohmann::json j;
@@ -32,15 +28,15 @@ nlohmann::json to_json(const CandidateProof& p, std::size_t index) {
   if (!p.used_requires.empty()) j["used_requires"] = p.used_requires;
   j["obligations"] = p.obligations;
   j["returns"] = p.returns;
-  j["translate_us"] = round1(p.translate_us);
-  j["solver_us"] = round1(p.solver_us);
+  j["translate_us"] = base::round1(p.translate_us);
+  j["solver_us"] = base::round1(p.solver_us);
   if (p.testing) {
     const SpecTesting& t = *p.testing;
     j["testing"] = {{"inputs", t.inputs},
                     {"refuted", t.refuted},
                     {"message", t.message},
                     {"seed", t.seed},
-                    {"ms", round1(t.ms)}};
+                    {"ms", base::round1(t.ms)}};
     if (!t.proof_message.empty()) j["testing"]["proof_message"] = t.proof_message;
   }
   return j;
@@ -116,8 +112,8 @@ nlohmann::json ProofFacet::to_json() const {
   if (!candidates.empty()) j["message"] = item.message;
   if (!item.decided.empty()) j["decided"] = item.decided;
   if (item.counterexample) j["counterexample"] = *item.counterexample;
-  j["translate_us"] = round1(translate_us);
-  j["solver_us"] = round1(solver_us);
+  j["translate_us"] = base::round1(translate_us);
+  j["solver_us"] = base::round1(solver_us);
   return j;
 }
 

@@ -6,30 +6,21 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "kernels/hash.h"
+#include "base/hash.h"
+#include "base/mix.h"
 #include "kernels/sampler/model_drafter.h"
 #include "stages/facets/candidates.h"
 #include "stages/facets/decode_fields.h"
-#include "stages/generation/extract.h"
+#include "stages/generation/answer_program.h"
 #include "stages/generation/task_decode.h"
 
 namespace vsynth::stages::generation {
 
-namespace {
-
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 uint64_t candidate_seed(uint64_t seed, std::string_view task_id, int attempt, int candidate) {
-  const uint64_t h = kernels::fnv1a(kernels::kFnv1aOffset, task_id.data(), task_id.size());
-  return mix(mix(mix(seed ^ h) + static_cast<uint64_t>(attempt)) +
-             static_cast<uint64_t>(candidate));
+  const uint64_t h = base::fnv1a64(task_id);
+  return base::splitmix64(
+      base::splitmix64(base::splitmix64(seed ^ h) + static_cast<uint64_t>(attempt)) +
+      static_cast<uint64_t>(candidate));
 }
 
 GenerateStage::GenerateStage(std::shared_ptr<ModelResource> model,

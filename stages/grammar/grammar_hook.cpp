@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/stats.h"
+
 namespace vsynth::stages::grammar {
 
 using Clock = std::chrono::steady_clock;
@@ -12,19 +14,6 @@ namespace {
 
 double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
-
-double round1(double v) {
-  return std::round(v * 10.0) / 10.0;
-}
-
-// Nearest-rank percentile (0..100) of `v`; 0 when empty.
-double percentile(std::vector<float> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double rank = std::ceil(p / 100.0 * static_cast<double>(v.size()));
-  const std::size_t i = static_cast<std::size_t>(std::max(1.0, rank)) - 1;
-  return v[std::min(i, v.size() - 1)];
 }
 
 bool word_char(char c) {
@@ -46,15 +35,15 @@ nlohmann::json GrammarStats::to_json() const {
   j["attempt"] = attempt;
   j["language"] = language;
   j["tokens"] = token_us.size();
-  j["p50_token_us"] = round1(percentile(token_us, 50));
-  j["p99_token_us"] = round1(percentile(token_us, 99));
+  j["p50_token_us"] = base::round1(base::percentile(token_us, 50));
+  j["p99_token_us"] = base::round1(base::percentile(token_us, 99));
   j["rejections"] = rejections;
   j["eog_rejections"] = eog_rejections;
   j["full_masks"] = full_masks;
-  j["full_mask_us"] = round1(full_mask_us);
+  j["full_mask_us"] = base::round1(full_mask_us);
   j["full_mask_banned"] = full_mask_banned;
   j["walk_steps"] = walk_steps;
-  if (table_ms > 0) j["table_ms"] = round1(table_ms);
+  if (table_ms > 0) j["table_ms"] = base::round1(table_ms);
   if (trimmed_tokens > 0) j["trimmed_tokens"] = trimmed_tokens;
   if (!stood_aside.empty()) j["stood_aside"] = stood_aside;
   return j;
@@ -72,8 +61,8 @@ nlohmann::json GrammarStatsFacet::to_json() const {
     j["candidates"].push_back(s.to_json());
   }
   j["tokens"] = all.size();
-  j["p50_token_us"] = round1(percentile(all, 50));
-  j["p99_token_us"] = round1(percentile(all, 99));
+  j["p50_token_us"] = base::round1(base::percentile(all, 50));
+  j["p99_token_us"] = base::round1(base::percentile(all, 99));
   j["rejections"] = rejections;
   j["full_masks"] = full;
   return j;

@@ -1,6 +1,6 @@
 // The program a candidate's text becomes, followed byte by byte, so that the grammar hook asks
 // of the text "can this still become a valid program?" the way generate.llm will assemble it
-// (facets::HookContext, generation/extract.h):
+// (facets::HookContext, generation/answer_program.h):
 //
 //   complete mode: prefix + text + suffix. The recogniser starts from the prefix; the text may
 //     end (end-of-generation token) only where text + suffix completes the program.

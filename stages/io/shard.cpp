@@ -4,6 +4,9 @@
 
 #include <charconv>
 
+#include "base/hash.h"
+#include "base/mix.h"
+
 namespace vsynth::stages::io {
 
 namespace {
@@ -41,17 +44,8 @@ std::optional<ShardKey> parse_shard_key(std::string_view text) {
 
 uint32_t shard_of(std::string_view key, uint32_t count) {
   if (count <= 1) return 0;
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
-  for (unsigned char c : key) {
-    h ^= c;
-    h *= 0x100000001b3ull;  // FNV prime
-  }
   // splitmix64's finaliser: FNV's low bits are weak on short keys that differ at the end.
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
+  const uint64_t h = base::splitmix64_finalize(base::fnv1a64(key));
   return static_cast<uint32_t>(h % count);
 }
 

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/hash.h"
 #include "kernels/encoder/bert.h"
 #include "kernels/tokenizer/wordpiece.h"
 #include "stages/retrieval/embedder.h"
@@ -20,15 +21,6 @@
 namespace vsynth::stages::retrieval {
 
 namespace {
-
-uint64_t fnv1a(std::string_view text, uint64_t basis) {
-  uint64_t h = basis;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 struct TextKey {
   uint64_t a = 0, b = 0;
@@ -39,7 +31,7 @@ struct TextKeyHash {
   std::size_t operator()(const TextKey& k) const { return k.a ^ (k.b * 31) ^ k.size; }
 };
 TextKey key_of(std::string_view text) {
-  return {fnv1a(text, 0xcbf29ce484222325ULL), fnv1a(text, 0x84222325cbf29ce4ULL), text.size()};
+  return {base::fnv1a64(text), base::fnv1a64(text, 0x84222325cbf29ce4ULL), text.size()};
 }
 
 // Embeddings kept: 65536 x 384 floats is 96 MiB for all-MiniLM-L6-v2, the chunks of a large

@@ -9,7 +9,7 @@
 #include "stages/ast/error.h"
 #include "stages/ast/language.h"
 #include "stages/ast/parsed_file.h"
-#include "stages/context/extract.h"
+#include "stages/context/unit_extract.h"
 #include "stages/retrieval/search.h"
 #include "stages/retrieval/usage.h"
 

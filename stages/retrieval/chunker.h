@@ -1,6 +1,6 @@
 // chunk_file (index.h) with what the index needs of the file beside its chunks.
 //
-// Chunks: one per function, method and constructor unit of context extraction (extract.h),
+// Chunks: one per function, method and constructor unit of context extraction (unit_extract.h),
 // and one per class unit made of its header rows, its fields' rows and its bodiless method
 // declarations (C++ prototypes, Java/TS interface methods, Rust trait signatures: the class's
 // API, too small to stand alone); methods with a body are chunks of their own. Imports,
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "stages/ast/parsed_file.h"
-#include "stages/context/extract.h"
+#include "stages/context/unit_extract.h"
 #include "stages/retrieval/index.h"
 
 namespace vsynth::stages::retrieval {
@@ -46,7 +46,7 @@ FileChunks chunk_source(std::string_view path, std::string_view text, const Chun
 // The chunks of a file already parsed (its path and source are the file's).
 FileChunks chunk_parsed(std::shared_ptr<const ast::ParsedFile> file, const ChunkOptions& options,
                         const Embedder* counter);
-// The chunks of a file already extracted (extract.h's default options; units->file's path and
+// The chunks of a file already extracted (unit_extract.h's default options; units->file's path and
 // source). The same chunks as chunk_parsed(units->file).
 FileChunks chunk_units(std::shared_ptr<const context::FileUnits> units, const ChunkOptions& options,
                        const Embedder* counter);

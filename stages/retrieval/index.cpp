@@ -19,10 +19,10 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "base/hash.h"
 #include "stages/retrieval/chunker.h"
 #include "stages/retrieval/dense.h"
 #include "stages/retrieval/files.h"
-#include "stages/retrieval/hash.h"
 #include "stages/retrieval/lexical.h"
 #include "stages/retrieval/terms.h"
 #include "stages/retrieval/usage.h"
@@ -322,7 +322,7 @@ void Index::Impl::prepare(const Source& source, Prepared& p, UpdateStats& stats)
   recent.put(std::string(path), p.file.parsed);
   stats.skipped = p.file.skipped;
   for (const Chunk& c : p.file.chunks) {
-    const uint64_t h = fnv1a64(c.text);
+    const uint64_t h = base::fnv1a64(c.text);
     p.hashes.push_back(h);
     p.terms.emplace_back();
     if (p.held.count(h) != 0) continue;
@@ -417,7 +417,7 @@ UpdateStats Index::Impl::update(const Source& source, const Impl* previous) {
   const Clock::time_point start = Clock::now();
   const std::string_view path = source.path;
   UpdateStats stats;
-  const uint64_t hash = fnv1a64(source.text);
+  const uint64_t hash = base::fnv1a64(source.text);
   // 1. What the index holds of the file: nothing to do, or the embeddings of its chunks.
   Prepared p;
   // 2. The new chunks, their terms and embeddings, outside the lock (searches go on).
@@ -697,7 +697,7 @@ FileSum write_file(const std::filesystem::path& path, std::string_view bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out) throw IndexError(fmt::format("{}: write failed", path.string()));
-  return {bytes.size(), fnv1a64(bytes)};
+  return {bytes.size(), base::fnv1a64(bytes)};
 }
 
 std::string read_file(const std::filesystem::path& path) {
@@ -788,7 +788,7 @@ void Index::save(const std::filesystem::path& dir) const {
       sums["vectors.f32"] = sum_json(write_file(tmp / "vectors.f32", bytes));
       m.dense->save(tmp / "hnsw.bin");
       const std::string graph = read_file(tmp / "hnsw.bin");
-      sums["hnsw.bin"] = sum_json({graph.size(), fnv1a64(graph)});
+      sums["hnsw.bin"] = sum_json({graph.size(), base::fnv1a64(graph)});
     }
     json files = json::array();
     for (const auto& [path, f] : m.files.all()) {
@@ -866,11 +866,11 @@ std::unordered_map<std::string, std::string> read_checked(const std::filesystem:
     std::string b = read_file(dir / name);
     const uint64_t size = sums.at(name).at("bytes").get<uint64_t>();
     const std::string fnv = sums.at(name).at("fnv1a64").get<std::string>();
-    if (b.size() != size || hex(fnv1a64(b)) != fnv) {
+    if (b.size() != size || hex(base::fnv1a64(b)) != fnv) {
       throw fail(
           fmt::format("{} is damaged: {} bytes, checksum {}; the manifest says {} bytes, "
                       "checksum {}",
-                      name, b.size(), hex(fnv1a64(b)), size, fnv));
+                      name, b.size(), hex(base::fnv1a64(b)), size, fnv));
     }
     bytes.emplace(name, std::move(b));
   }
@@ -908,7 +908,7 @@ void Index::Impl::load_chunks(std::size_t slot_count, std::string_view lines, co
     chunk.tokens = c.at("tokens").get<uint32_t>();
     chunk.text = c.at("text").get<std::string>();
     chunk.calls = c.at("calls").get<std::vector<std::string>>();
-    const uint64_t h = fnv1a64(chunk.text);
+    const uint64_t h = base::fnv1a64(chunk.text);
     if (hex(h) != c.at("hash").get<std::string>()) {
       throw fail(fmt::format("chunks.jsonl:{}: the text's hash is not the one saved", line));
     }

@@ -138,7 +138,7 @@ class Index {
   // and source are the file's, and it is not parsed again.
   UpdateStats update_file(std::shared_ptr<const ast::ParsedFile> file);
   // The same for a file already extracted (context extraction's units of it, made with
-  // extract.h's default options): neither parsed nor walked again.
+  // unit_extract.h's default options): neither parsed nor walked again.
   UpdateStats update_file(std::shared_ptr<const context::FileUnits> units,
                           const Index* previous = nullptr);
   void remove_file(std::string_view path);

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/hash.h"
 #include "stages/ast/language.h"
 
 namespace vsynth::stages::retrieval {
@@ -32,15 +33,6 @@ std::string read_file(const fs::path& path) {
   std::stringstream b;
   b << in.rdbuf();
   return b.str();
-}
-
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
 }
 
 fs::path default_cache_dir() {
@@ -194,7 +186,7 @@ void IndexResource::build() {
         settings_.cache_dir.empty() ? default_cache_dir() : fs::path(settings_.cache_dir);
     if (!dir.empty()) {
       const std::string key = fs::weakly_canonical(settings_.root).string() + "\n" + fingerprint;
-      cache_path_ = dir / fmt::format("{:016x}", fnv1a(key));
+      cache_path_ = dir / fmt::format("{:016x}", base::fnv1a64(key));
     }
   }
   std::set<std::string> cached_files;

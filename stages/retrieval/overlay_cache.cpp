@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
+#include "base/hash.h"
 #include "graph/stage.h"
-#include "stages/retrieval/hash.h"
 
 namespace vsynth::stages::retrieval {
 
@@ -51,7 +51,7 @@ OverlayCache::Result OverlayCache::get(std::vector<OverlayFile> files,
             [](const OverlayFile& a, const OverlayFile& b) { return a.path < b.path; });
   std::string key;
   for (const OverlayFile& f : files) {
-    key += fmt::format("{}\n{:016x}:{}\n", f.path, fnv1a64(f.text), f.text.size());
+    key += fmt::format("{}\n{:016x}:{}\n", f.path, base::fnv1a64(f.text), f.text.size());
   }
   // --- a hit: the same paths with the same bytes ---
   std::vector<std::shared_ptr<const Index>> donors(files.size());

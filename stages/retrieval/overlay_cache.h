@@ -45,7 +45,7 @@ namespace vsynth::stages::retrieval {
 struct OverlayFile {
   std::string path;
   std::string_view text;  // the task's version of the file
-  // Its units when already extracted (the cursor's file; extract.h's default options, of
+  // Its units when already extracted (the cursor's file; unit_extract.h's default options, of
   // exactly `text`), else null: parsed from `text`.
   std::shared_ptr<const context::FileUnits> units;
 };

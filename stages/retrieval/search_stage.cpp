@@ -6,8 +6,8 @@
 #include <map>
 
 #include "stages/ast/anchor_stage.h"
-#include "stages/context/extract.h"
 #include "stages/context/project_index.h"
+#include "stages/context/unit_extract.h"
 #include "stages/facets/task_file.h"
 #include "stages/retrieval/usage.h"
 

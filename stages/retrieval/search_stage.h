@@ -27,7 +27,7 @@
 
 #include "graph/stage.h"
 #include "stages/ast/anchor_stage.h"
-#include "stages/context/extract.h"
+#include "stages/context/unit_extract.h"
 #include "stages/retrieval/index_resource.h"
 #include "stages/retrieval/search.h"
 
@@ -37,7 +37,7 @@ namespace vsynth::stages::retrieval {
 // function around the cursor (else the rows around it), the names it uses, the file's imports,
 // the definitions the file itself holds, and the task's `instruction`. task_paths is left for
 // the caller (the task's files). `units`: the anchor file's units when already extracted
-// (extract.h's default options), else null.
+// (unit_extract.h's default options), else null.
 SearchQuery anchor_query(const ast::AnchorFacet& anchor, std::string instruction = {},
                          std::shared_ptr<const context::FileUnits> units = nullptr);
 

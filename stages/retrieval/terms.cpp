@@ -4,6 +4,8 @@
 #include <array>
 #include <span>
 
+#include "base/strings.h"
+
 namespace vsynth::stages::retrieval {
 namespace {
 
@@ -88,14 +90,6 @@ bool is_digit(unsigned char c) {
   return c >= '0' && c <= '9';
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (is_upper(static_cast<unsigned char>(c))) c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
 // The parts of one underscore-free run: a new part starts at lower->Upper, at the last Upper
 // of a run of capitals followed by a lowercase letter (HTTPServer: HTTP|Server), and between
 // letters and digits.
@@ -155,11 +149,12 @@ std::vector<std::string> bm25_terms(std::string_view text, std::string_view lang
     while (s <= word.size()) {
       const std::size_t u = std::min(word.find('_', s), word.size());
       if (u > s) {
-        split_humps(word.substr(s, u - s), [&](std::string_view p) { parts.push_back(lower(p)); });
+        split_humps(word.substr(s, u - s),
+                    [&](std::string_view p) { parts.push_back(base::ascii_lower(p)); });
       }
       s = u + 1;
     }
-    std::string whole = lower(word);
+    std::string whole = base::ascii_lower(word);
     const bool split = parts.size() > 1 || (parts.size() == 1 && parts[0] != whole);
     if (split && keep(whole, language)) out.push_back(std::move(whole));
     for (std::string& p : parts) {

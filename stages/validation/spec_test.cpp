@@ -6,7 +6,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "kernels/hash.h"
+#include "base/hash.h"
+#include "base/mix.h"
 #include "stages/facets/proof.h"
 #include "stages/validation/spec_inputs.h"
 #include "stages/validation/spec_runner.h"
@@ -330,14 +331,6 @@ std::string violation_text(const Judgement& j) {
   return "`" + j.failed + "`" + (j.error.empty() ? "" : " raised " + j.error);
 }
 
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // What judging every result found.
 struct Tally {
   std::size_t came_back = 0;    // results (returned, raised, timed out)
@@ -452,15 +445,16 @@ SpecTestResult test_spec(const Checker& checker, const Program& program,
 }
 
 uint64_t spec_test_seed(const graph::Task& task, std::size_t index) {
-  uint64_t base = 0;  // the task's decoding seed, /decode/seed, when it has one
+  uint64_t seed = 0;  // the task's decoding seed, /decode/seed, when it has one
   if (const auto d = task.data.find("decode"); d != task.data.end() && d->is_object()) {
     const auto s = d->find("seed");
     if (s != d->end() && s->is_number_integer() &&
         (s->is_number_unsigned() || s->get<int64_t>() >= 0))
-      base = s->get<uint64_t>();
+      seed = s->get<uint64_t>();
   }
-  const uint64_t h = kernels::fnv1a(kernels::kFnv1aOffset, task.id.data(), task.id.size());
-  return mix(mix(base ^ h) + static_cast<uint64_t>(index));
+  const uint64_t h = base::fnv1a64(task.id);
+  return base::splitmix64_finalize(base::splitmix64_finalize(seed ^ h) +
+                                   static_cast<uint64_t>(index));
 }
 
 CheckVerdict check_spec(graph::Item& item, const Program& program, std::string_view language,

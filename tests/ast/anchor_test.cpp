@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/hash.h"
 #include "stages/ast/anchor.h"
 #include "stages/ast/error.h"
 #include "tests/ast/ast_test_util.h"
@@ -362,5 +363,141 @@ TEST_CASE("anchoring: every byte offset of every sample anchors consistently", "
     }
     // Most of each sample is inside some function.
     CHECK(with_function > s.source.size() / 4);
+  }
+}
+
+// ---- Pins of anchor()'s phases (path, scopes, module, the imports-and-identifiers walk) ----
+
+namespace {
+
+// Everything an Anchor holds, as text: node, scopes (function and class among them), module,
+// imports, identifiers with their distances.
+std::string describe(const ast::Anchor& a) {
+  const auto span = [](const ast::Span& s) {
+    return std::to_string(s.start_byte) + "-" + std::to_string(s.end_byte);
+  };
+  const auto info = [&](const ast::NodeInfo& i) {
+    return std::string(i.type) + "[" + span(i.span) + "]'" + std::string(i.name) + "'";
+  };
+  std::string out = "node " + info(a.node) + "\n";
+  if (a.function) out += "function " + info(*a.function) + "\n";
+  if (a.enclosing_class) out += "class " + info(*a.enclosing_class) + "\n";
+  for (const ast::Scope& s : a.scopes) out += std::string(ast::to_string(s.kind)) + " ";
+  out += "\nmodule " + info(a.module) + "\n";
+  for (const ast::NodeInfo& i : a.imports) out += "import " + info(i) + "\n";
+  for (const ast::Reference& r : a.identifiers) {
+    out += std::string(r.name) + "@" + span(r.span) + ":" + std::to_string(r.distance) + " ";
+  }
+  return out;
+}
+
+std::vector<std::string> names_of(const std::vector<ast::Reference>& refs) {
+  std::vector<std::string> out;
+  for (const auto& r : refs) out.emplace_back(r.name);
+  return out;
+}
+
+std::vector<std::string> names_of(const std::vector<ast::NodeInfo>& infos) {
+  std::vector<std::string> out;
+  for (const auto& i : infos) out.emplace_back(i.name);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("anchoring: identifiers keep each name's nearest use, ties by position",
+          "[ast][anchor]") {
+  const std::string src = "def f(a, b):\n    a = b\n    return a + b\n";
+  const ast::ParsedFile file("near.py", ast::Language::named("python"), src);
+  const auto at = static_cast<uint32_t>(src.find("= b") + 2);  // right before the first `b` use
+  const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(at));
+  REQUIRE(a.identifiers.size() == 3);
+  CHECK(names_of(a.identifiers) == std::vector<std::string>{"b", "a", "f"});
+  CHECK(a.identifiers[0].distance == 0);
+  CHECK(a.identifiers[0].span.start_byte == at);
+  CHECK(a.identifiers[1].span.start_byte == src.find("a = b"));  // 2 bytes off, not `a` in f(a
+  CHECK(a.identifiers[1].distance == 3);
+  CHECK(a.identifiers[2].distance == at - 5);  // `f` ends at byte 5
+}
+
+TEST_CASE("anchoring: outside functions, identifiers come from the class, else the file",
+          "[ast][anchor]") {
+  const auto s = ast::test::load_sample("sample.c");
+  const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+  const ast::Anchor in_struct = ast::anchor(file, ast::Cursor::at_byte(s.at("field")), {0});
+  REQUIRE(in_struct.enclosing_class.has_value());
+  REQUIRE(!in_struct.identifiers.empty());
+  for (const ast::Reference& r : in_struct.identifiers) {
+    CHECK(r.span.start_byte >= in_struct.enclosing_class->span.start_byte);
+    CHECK(r.span.end_byte <= in_struct.enclosing_class->span.end_byte);
+  }
+  // Python, at module level below the last statement: the whole file, every function's names.
+  const auto py = ast::test::load_sample("sample.py");
+  const ast::ParsedFile pfile = ast::ParsedFile::from_path(py.path, py.source);
+  const ast::Anchor top = ast::anchor(pfile, ast::Cursor::at_byte(py.at("eof") - 4), {0});
+  REQUIRE(top.scopes.empty());
+  std::set<std::string> names;
+  for (const ast::Reference& r : top.identifiers) names.emplace(r.name);
+  CHECK(names.count("amount") == 1);  // Inventory.restock
+  CHECK(names.count("double") == 1);  // main
+  CHECK(names.count("math") == 1);    // total's import
+}
+
+TEST_CASE("anchoring: a function inside `export` has its identifiers and the file's imports",
+          "[ast][anchor]") {
+  const auto s = ast::test::load_sample("sample.ts");
+  const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+  const auto at = static_cast<uint32_t>(s.source.find("s.size > 0"));
+  const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(at), {0});
+  REQUIRE(a.function.has_value());
+  CHECK(a.function->name == "isBusy");
+  CHECK(names_of(a.imports) ==
+        std::vector<std::string>{"import { EventEmitter } from \"events\";",
+                                 "import type { Readable } from \"stream\";"});
+  CHECK(names_of(a.identifiers) == std::vector<std::string>{"s", "size", "Scheduler", "isBusy"});
+}
+
+TEST_CASE("anchoring: a file broken before any function is searched whole, in one walk",
+          "[ast][anchor]") {
+  const std::string src =
+      "import os\n"
+      "x = compute(os.sep,\n"
+      "def g(y):\n"
+      "    import sys\n"
+      "    return y\n";
+  const ast::ParsedFile file("cut.py", ast::Language::named("python"), src);
+  REQUIRE(ts_node_has_error(ts_tree_root_node(file.tree())));
+  const auto at = static_cast<uint32_t>(src.find("os.sep"));
+  const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(at), {0});
+  // No scope: imports and identifiers over the whole file. `import sys` after the break is
+  // no import node in the recovered tree; `def` there is an identifier.
+  CHECK(describe(a) ==
+        "node identifier[22-24]''\n"
+        "\n"
+        "module module[0-68]''\n"
+        "import import_statement[0-9]'import os'\n"
+        "os@22-24:0 compute@14-21:1 sep@25-28:3 def@30-33:8 x@10-11:11 g@34-35:12 y@36-37:14 "
+        "sys@51-54:29 ");
+}
+
+TEST_CASE("anchoring: every byte of every sample anchors as before", "[ast][anchor]") {
+  // A digest of describe() at every byte offset, per sample: any change to what anchor()
+  // finds shows here. When a change is meant, the failure message gives the new digest.
+  const std::vector<std::pair<const char*, uint64_t>> files = {
+      {"sample.py", 0xc3cd9e3fc4b56efdULL},   {"sample.c", 0x90289c6fc9da7b32ULL},
+      {"sample.cpp", 0x3dd573b1adf80eefULL},  {"sample.go", 0x53c771c4eb728b8fULL},
+      {"sample.java", 0xbd0aa5d4e2348ef6ULL}, {"sample.js", 0xf4aa9ceef08eb972ULL},
+      {"sample.ts", 0xb4c3fbfcb8d76e52ULL},   {"sample.tsx", 0x6b2e862915c7d9c3ULL},
+      {"sample.rs", 0x573ae1e752435efcULL}};
+  for (const auto& [name, want] : files) {
+    const auto s = ast::test::load_sample(name);
+    const ast::ParsedFile file = ast::ParsedFile::from_path(s.path, s.source);
+    uint64_t digest = vsynth::base::kFnv1a64Offset;
+    for (uint32_t b = 0; b <= s.source.size(); ++b) {
+      const ast::Anchor a = ast::anchor(file, ast::Cursor::at_byte(b), {8});
+      digest = vsynth::base::fnv1a64(describe(a), digest);
+    }
+    INFO(name << ": digest 0x" << std::hex << digest);
+    CHECK(digest == want);
   }
 }

@@ -54,14 +54,14 @@
 #include "stages/ast/language.h"
 #include "stages/ast/parse_cache.h"
 #include "stages/ast/reclaim.h"
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/context/dedup.h"
 #include "stages/context/deps.h"
-#include "stages/context/extract.h"
 #include "stages/context/project_index.h"
 #include "stages/context/prune.h"
 #include "stages/context/token_counter.h"
 #include "stages/context/ts_util.h"
+#include "stages/context/unit_extract.h"
 
 namespace ast = vsynth::stages::ast;
 namespace ctx = vsynth::stages::context;
@@ -277,7 +277,7 @@ Outcome run_ours(const Task& t, const std::shared_ptr<const ast::ParsedFile>& fi
   vsynth::graph::Arena arena;
   std::shared_ptr<const ctx::FileUnits> units = ctx::extract_file_units(file);
   lap("extract units");
-  ctx::CandidatesFacet c;
+  ctx::ContextUnitsFacet c;
   ctx::build_candidates(c, anchor, std::move(units));
   lap("candidates (reasons)");
   // As context.deps does: the anchor's tree and the candidates' units, nothing done again.

@@ -28,7 +28,7 @@
 
 #include "stages/ast/language.h"
 #include "stages/ast/parsed_file.h"
-#include "stages/context/extract.h"
+#include "stages/context/unit_extract.h"
 #include "stages/retrieval/dense.h"
 #include "stages/retrieval/files.h"
 #include "stages/retrieval/index.h"

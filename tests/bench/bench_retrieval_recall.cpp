@@ -61,15 +61,15 @@
 #include "stages/ast/anchor.h"
 #include "stages/ast/anchor_stage.h"
 #include "stages/ast/language.h"
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/context/dedup.h"
 #include "stages/context/deps.h"
-#include "stages/context/extract.h"
 #include "stages/context/file_cache.h"
 #include "stages/context/project_index.h"
 #include "stages/context/prune.h"
 #include "stages/context/token_counter.h"
 #include "stages/context/ts_util.h"
+#include "stages/context/unit_extract.h"
 #include "stages/retrieval/embedder.h"
 #include "stages/retrieval/index.h"
 #include "stages/retrieval/overlay_cache.h"
@@ -367,7 +367,7 @@ bool gold_recalled(const Task& t, const ast::AnchorFacet& anchor, Repo& repo, co
                    const facets::RetrievedFacet* hits, ctx::FileUnitsCache& cache,
                    const ctx::TokenCounter& counter, uint32_t budget) {
   vsynth::graph::Arena arena;
-  ctx::CandidatesFacet c;
+  ctx::ContextUnitsFacet c;
   ctx::build_candidates(c, anchor, ctx::extract_file_units(anchor.share_file()));
   repo.index.update(t.path, c.extracted);
   ctx::DepsOptions o;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "base/mix.h"
+
 namespace vsynth::bench {
 
 namespace {
@@ -28,13 +30,6 @@ std::size_t indent_of(std::string_view line) {
 std::string_view trim_right(std::string_view s) {
   const std::size_t e = s.find_last_not_of(" \t\r");
   return e == std::string_view::npos ? std::string_view() : s.substr(0, e + 1);
-}
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 // Occurrences of a triple quote (""" or ''') in the line: an odd count toggles a block.
@@ -101,7 +96,8 @@ std::vector<uint32_t> pick_lines(const std::vector<uint32_t>& lines, uint32_t k,
   // Partial Fisher-Yates: the first k slots get k distinct lines.
   const std::size_t take = std::min<std::size_t>(k, pool.size());
   for (std::size_t i = 0; i < take; ++i) {
-    const std::size_t j = i + static_cast<std::size_t>(splitmix64(state) % (pool.size() - i));
+    const std::size_t j =
+        i + static_cast<std::size_t>(base::splitmix64_next(state) % (pool.size() - i));
     std::swap(pool[i], pool[j]);
   }
   pool.resize(take);

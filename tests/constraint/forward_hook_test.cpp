@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "stages/constraint/forward_hook.h"
-#include "stages/generation/extract.h"
+#include "stages/generation/answer_program.h"
 #include "tests/constraint/util.h"
 
 namespace cs = vsynth::stages::constraint;

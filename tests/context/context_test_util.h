@@ -9,7 +9,7 @@
 #include "graph/arena.h"
 #include "stages/ast/anchor.h"
 #include "stages/ast/anchor_stage.h"
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 #include "stages/context/prune.h"
 
 namespace vsynth::stages::context::test {
@@ -18,7 +18,7 @@ struct Fixture {
   std::shared_ptr<const ast::ParsedFile> file;
   std::unique_ptr<ast::AnchorFacet> anchor;
   graph::Arena arena;
-  CandidatesFacet candidates;
+  ContextUnitsFacet candidates;
 
   // `source` holds one `<|>` where the cursor goes (removed from the text).
   Fixture(const std::string& path, std::string source) {
@@ -47,7 +47,7 @@ struct Fixture {
 };
 
 // The form a unit was shown in, or -1.
-inline int shown_form(const CandidatesFacet& c, const PruneResult& r, std::string_view name) {
+inline int shown_form(const ContextUnitsFacet& c, const PruneResult& r, std::string_view name) {
   for (const Shown& s : r.shown) {
     if (c.units[s.unit].name == name) return static_cast<int>(s.form);
   }

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "stages/context/dedup.h"
-#include "stages/context/extract.h"
 #include "stages/context/normalize.h"
+#include "stages/context/unit_extract.h"
 #include "tests/context/context_test_util.h"
 
 using namespace vsynth::stages::context;

@@ -56,7 +56,7 @@ struct Project {
     index.update("core.py", kCore);
     index.update("main.py", std::string(f.file->source()));
   }
-  const CandidatesFacet::Dependency* dep(std::string_view name) const {
+  const ContextUnitsFacet::Dependency* dep(std::string_view name) const {
     for (const auto& d : f.candidates.deps) {
       if (d.name == name) return &d;
     }
@@ -255,7 +255,7 @@ TEST_CASE("candidates: units of another file are refused with a clear error", "[
   Fixture f{"main.py", kMain};
   const auto other = std::make_shared<const vsynth::stages::ast::ParsedFile>(
       vsynth::stages::ast::ParsedFile::from_path("util.py", kUtil));
-  CandidatesFacet c;
+  ContextUnitsFacet c;
   CHECK_THROWS_WITH(build_candidates(c, *f.anchor, extract_file_units(other)),
                     Catch::Contains("main.py") && Catch::Contains("util.py"));
   ProjectIndex index;

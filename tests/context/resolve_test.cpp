@@ -29,7 +29,7 @@ struct Task {
     index.update(path, f.candidates.extracted);
     expand_dependencies(f.candidates, index, {}, f.arena);
   }
-  const CandidatesFacet::Dependency* dep(std::string_view name) const {
+  const ContextUnitsFacet::Dependency* dep(std::string_view name) const {
     for (const auto& d : f.candidates.deps) {
       if (d.name == name) return &d;
     }

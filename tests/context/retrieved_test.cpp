@@ -67,7 +67,7 @@ RetrievedFacet::Hit hit(std::string path, std::string name, uint32_t first, uint
   return h;
 }
 
-const Shown* shown(const CandidatesFacet& c, const PruneResult& r, std::string_view name) {
+const Shown* shown(const ContextUnitsFacet& c, const PruneResult& r, std::string_view name) {
   for (const Shown& s : r.shown) {
     if (c.units[s.unit].name == name) return &s;
   }

@@ -5,11 +5,11 @@
 #include <numeric>
 
 #include "kernels/cpu/matvec.h"
+#include "kernels/cpu/vec_kernels.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/memory.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/model/rope.h"
-#include "kernels/model/vec_math.h"
 #include "kernels/quant/fp16.h"
 #include "kernels/quant/quantize.h"
 #include "tests/cuda/cuda_test_util.h"

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "stages/facets/context.h"
-#include "stages/generation/extract.h"
+#include "stages/generation/answer_program.h"
 #include "stages/generation/generate_stage.h"
 #include "stages/generation/prompt.h"
 #include "tests/generation/gen_test_util.h"

@@ -14,7 +14,7 @@
 
 #include "kernels/cpu/cpu_path.h"
 #include "kernels/sampler/sampler.h"
-#include "kernels/sampler/vec_math.h"
+#include "kernels/sampler/sampler_math.h"
 
 using namespace vsynth::kernels;
 

@@ -245,7 +245,7 @@ TEST_CASE("engine: bad input is rejected and leaves the sequence usable", "[engi
   CHECK(q->position() == 0);
 }
 
-#include "kernels/model/vec_math.h"
+#include "kernels/cpu/vec_kernels.h"
 
 TEST_CASE("engine: vector kernels of the active CPU path match the portable ones", "[engine]") {
   const vec::Kernels& a = vec::vec_kernels();

@@ -11,7 +11,7 @@
 
 #include "kernels/cpu/cpu_path_internal.h"
 #include "kernels/cpu/matvec.h"
-#include "kernels/model/vec_math.h"
+#include "kernels/cpu/vec_kernels.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/quant_error.h"
 #include "tests/kernels/quant_test_util.h"

@@ -12,10 +12,10 @@
 #include <tuple>
 #include <vector>
 
+#include "base/hash.h"
 #include "index_util.h"
 #include "stages/ast/language.h"
 #include "stages/ast/parsed_file.h"
-#include "stages/retrieval/hash.h"
 #include "stages/retrieval/index.h"
 #include "test_embedder.h"
 
@@ -292,8 +292,9 @@ TEST_CASE("two writers racing on one file leave the index of the last text swapp
   // (BM25 scores) and vectors.
   const std::optional<uint64_t> current = index.content_hash(file_path(1));
   REQUIRE(current.has_value());
-  const std::string last = *current == fnv1a64(version(1, 59)) ? version(1, 59) : version(2, 59);
-  CHECK(*current == fnv1a64(last));
+  const std::string last =
+      *current == vsynth::base::fnv1a64(version(1, 59)) ? version(1, 59) : version(2, 59);
+  CHECK(*current == vsynth::base::fnv1a64(last));
   Index fresh(embedder, {});
   fill(fresh, 4, 8);
   fresh.update_file(file_path(1), last);

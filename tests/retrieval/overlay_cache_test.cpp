@@ -14,7 +14,7 @@
 #include "index_util.h"
 #include "stages/ast/language.h"
 #include "stages/ast/parsed_file.h"
-#include "stages/context/extract.h"
+#include "stages/context/unit_extract.h"
 #include "stages/retrieval/index.h"
 #include "stages/retrieval/overlay_cache.h"
 #include "test_embedder.h"

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/hash.h"
 #include "index_util.h"
-#include "stages/retrieval/hash.h"
 #include "stages/retrieval/index.h"
 #include "test_embedder.h"
 
@@ -223,7 +223,7 @@ TEST_CASE("a damaged hnsw.bin, vectors or chunks file is refused before it is re
   std::memcpy(bad.data() + 96 + 4, &huge, sizeof huge);
   spit(dir / "hnsw.bin", bad);
   nlohmann::json m = nlohmann::json::parse(manifest);
-  m["checksums"]["hnsw.bin"]["fnv1a64"] = fmt::format("{:016x}", fnv1a64(bad));
+  m["checksums"]["hnsw.bin"]["fnv1a64"] = fmt::format("{:016x}", vsynth::base::fnv1a64(bad));
   spit(dir / "manifest.json", m.dump());
   e = load_error(dir, embedder);
   CHECK(e.find("hnsw.bin: element 0 level 0: neighbour") != std::string::npos);

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/hash.h"
 #include "stages/retrieval/embedder.h"
-#include "stages/retrieval/hash.h"
 #include "stages/retrieval/terms.h"
 
 namespace vsynth::stages::retrieval::test {
@@ -47,7 +47,7 @@ class BagEmbedder final : public Embedder {
     for (std::size_t t = 0; t < texts.size(); ++t) {
       float* v = out.data() + t * static_cast<std::size_t>(dim_);
       for (const std::string& term : bm25_terms(texts[t])) {
-        const uint64_t h = fnv1a64(term);
+        const uint64_t h = vsynth::base::fnv1a64(term);
         v[h % static_cast<uint64_t>(dim_)] += (h >> 40) & 1 ? 1.0f : -1.0f;
       }
       double norm = 0;

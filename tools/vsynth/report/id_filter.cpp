@@ -1,5 +1,8 @@
 #include "tools/vsynth/report/id_filter.h"
 
+#include "base/hash.h"
+#include "base/mix.h"
+
 namespace vsynth::cli::report {
 
 namespace {
@@ -9,16 +12,8 @@ constexpr unsigned kHashes = 7;
 
 // 64-bit FNV-1a, then split into two halves for double hashing (Kirsch-Mitzenmacher).
 uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
   // A final mix so that the two halves are independent enough for short ids.
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
+  return base::fmix64_half(base::fnv1a64(s, base::kFnv1a64ShortOffset));
 }
 
 template <class F>

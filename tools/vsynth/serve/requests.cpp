@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/hash.h"
 #include "tools/vsynth/serve/dialects/dialect.h"
 #include "tools/vsynth/serve/dialects/fields.h"
 #include "tools/vsynth/serve/json_body.h"
@@ -31,12 +32,7 @@ const char* to_string(Endpoint e) {
 }
 
 std::string text_checksum(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return fmt::format("{:016x}", h);
+  return fmt::format("{:016x}", base::fnv1a64(text));
 }
 
 namespace {

@@ -1,4 +1,4 @@
-#include "stages/context/extract.h"
+#include "stages/context/unit_extract.h"
 
 #include <fmt/format.h>
 

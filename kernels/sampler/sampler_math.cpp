@@ -1,4 +1,4 @@
-#include "kernels/sampler/vec_math.h"
+#include "kernels/sampler/sampler_math.h"
 
 #include <algorithm>
 #include <bit>

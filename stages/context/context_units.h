@@ -24,12 +24,12 @@
 
 #include "graph/item.h"
 #include "stages/ast/anchor_stage.h"
-#include "stages/context/extract.h"
 #include "stages/context/unit.h"
+#include "stages/context/unit_extract.h"
 
 namespace vsynth::stages::context {
 
-class CandidatesFacet : public graph::Facet {
+class ContextUnitsFacet : public graph::Facet {
  public:
   static constexpr std::string_view kName = "context_units";
 
@@ -64,20 +64,20 @@ class CandidatesFacet : public graph::Facet {
 
 // The item's candidates, built from its anchor facet when no stage has built them yet.
 // Throws (through Item::get) when the item has no anchor.
-CandidatesFacet& ensure_candidates(graph::Item& item, const ExtractOptions& options = {});
+ContextUnitsFacet& ensure_candidates(graph::Item& item, const ExtractOptions& options = {});
 
 // Builds candidates for `anchor`'s file (exposed for tests and benchmarks): extracts it
 // (extract_file_units) and builds from that. Texts live in the extraction and the file;
 // `arena` is not needed any more and is kept for callers.
-void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor, graph::Arena& arena,
+void build_candidates(ContextUnitsFacet& out, const ast::AnchorFacet& anchor, graph::Arena& arena,
                       const ExtractOptions& options = {});
 // The same from units already extracted from the anchor's very file (else ContextError).
-void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor,
+void build_candidates(ContextUnitsFacet& out, const ast::AnchorFacet& anchor,
                       std::shared_ptr<const FileUnits> units);
 
 // Adds a unit made of row `row` alone (a cursor between units), inside the innermost
 // container around that row at or below `within` (-1: anywhere). Returns its index.
-int32_t add_row_unit(CandidatesFacet& candidates, uint32_t row, int32_t within = -1);
+int32_t add_row_unit(ContextUnitsFacet& candidates, uint32_t row, int32_t within = -1);
 
 // Units matching `name` by their simple name ("Widget::run" and "run" both match "run").
 bool unit_named(const Unit& unit, std::string_view name);

@@ -1,4 +1,4 @@
-#include "kernels/model/vec_math.h"
+#include "kernels/cpu/vec_kernels.h"
 
 #include <cmath>
 #include <limits>

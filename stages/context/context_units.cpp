@@ -1,4 +1,4 @@
-#include "stages/context/candidates.h"
+#include "stages/context/context_units.h"
 
 #include <fmt/format.h>
 
@@ -43,7 +43,7 @@ void set_rank(int& slot, int rank) {
 
 }  // namespace
 
-int32_t add_row_unit(CandidatesFacet& c, uint32_t row, int32_t within) {
+int32_t add_row_unit(ContextUnitsFacet& c, uint32_t row, int32_t within) {
   const ast::ParsedFile& file = *c.file;
   std::vector<Unit>& units = c.units;
   Unit u;
@@ -78,12 +78,12 @@ bool unit_named(const Unit& unit, std::string_view name) {
   return !name.empty() && simple(unit.name) == name;
 }
 
-void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor_facet,
+void build_candidates(ContextUnitsFacet& out, const ast::AnchorFacet& anchor_facet,
                       graph::Arena& /*arena*/, const ExtractOptions& options) {
   build_candidates(out, anchor_facet, extract_file_units(anchor_facet.share_file(), options));
 }
 
-void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor_facet,
+void build_candidates(ContextUnitsFacet& out, const ast::AnchorFacet& anchor_facet,
                       std::shared_ptr<const FileUnits> extracted) {
   const ast::ParsedFile& file = anchor_facet.file();
   const ast::Anchor& a = anchor_facet.anchor();
@@ -215,15 +215,15 @@ void build_candidates(CandidatesFacet& out, const ast::AnchorFacet& anchor_facet
   }
 }
 
-CandidatesFacet& ensure_candidates(graph::Item& item, const ExtractOptions& options) {
-  if (CandidatesFacet* c = item.find<CandidatesFacet>()) return *c;
+ContextUnitsFacet& ensure_candidates(graph::Item& item, const ExtractOptions& options) {
+  if (ContextUnitsFacet* c = item.find<ContextUnitsFacet>()) return *c;
   const ast::AnchorFacet& anchor = item.get<ast::AnchorFacet>();
-  CandidatesFacet& c = item.emplace<CandidatesFacet>();
+  ContextUnitsFacet& c = item.emplace<ContextUnitsFacet>();
   build_candidates(c, anchor, item.arena(), options);
   return c;
 }
 
-nlohmann::json CandidatesFacet::to_json() const {
+nlohmann::json ContextUnitsFacet::to_json() const {
   nlohmann::json j;
   j["files"] = files.size();
   j["units"] = units.size();

@@ -1,4 +1,4 @@
-#include "stages/generation/extract.h"
+#include "stages/generation/answer_program.h"
 
 #include <vector>
 

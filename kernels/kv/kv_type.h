@@ -1,0 +1,13 @@
+// KvType: the element type of the KV cache (kernels/kv/kv_cache.h), chosen per model load.
+#pragma once
+
+namespace vsynth::kernels {
+
+// Element type of the KV cache. Attention always accumulates in fp32.
+//   F16:  keys and values stored as IEEE half (2 bytes per element).
+//   Int8: keys as int8 with one fp32 scale per channel (kv head x head dim) per block, computed
+//         when the block fills (the block being written keeps its keys in fp32 until then);
+//         values as int8 with one fp32 scale per token and kv head. About half the bytes of F16.
+enum class KvType { F16, Int8 };
+
+}  // namespace vsynth::kernels

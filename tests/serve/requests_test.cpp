@@ -1,7 +1,12 @@
 // vsynth serve's request parsing (tools/vsynth/serve/requests.h): what task record each API's
 // body becomes, caps, and the field named by each error.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <optional>
+
+#include "stages/facets/decode_fields.h"
 #include "tools/vsynth/serve/requests.h"
 
 using namespace vsynth::serve;
@@ -201,4 +206,91 @@ TEST_CASE("bodies nested too deep, numbers out of range and bad UTF-8 are 400s n
   const auto [f4, m4] =
       error_of(Endpoint::Chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"\xc3\"}]}");
   CHECK(f4 == "messages[0].content");
+}
+
+TEST_CASE(
+    "a value just past a /decode table limit is a 400 naming the request's field and the "
+    "table's range",
+    "[serve][requests]") {
+  using vsynth::stages::facets::decode_field;
+  using vsynth::stages::facets::decode_fields;
+  using vsynth::stages::facets::DecodeType;
+  const auto refusal = [](Endpoint e, const json& body) -> std::pair<std::string, std::string> {
+    try {
+      parse_request(e, body.dump(), {1 << 20});
+    } catch (const RequestError& x) {
+      CHECK(x.status() == 400);
+      return {x.field(), x.what()};
+    }
+    return {"<accepted>", ""};
+  };
+  // The range as the table declares it: whole numbers for integers.
+  const auto range = [](std::string_view name, std::optional<int64_t> lo = std::nullopt) {
+    const auto& f = decode_field(name);
+    if (f.type == DecodeType::Number) return fmt::format("[{}, {}]", f.min, f.max);
+    return fmt::format("[{}, {}]", lo.value_or(static_cast<int64_t>(f.min)),
+                       static_cast<int64_t>(f.max));
+  };
+  struct Spelling {
+    Endpoint endpoint;
+    json base;
+    std::string key;                           // the request's field
+    std::string name;                          // its /decode field
+    std::string field;                         // what the error names
+    std::optional<int64_t> lo = std::nullopt;  // the dialect's own lower bound
+  };
+  std::vector<Spelling> spellings{
+      {Endpoint::Completions, {{"prompt", "a"}}, "max_tokens", "max_new_tokens", "max_tokens", 0},
+      {Endpoint::Infill, {{"input_prefix", "a"}}, "n_predict", "max_new_tokens", "n_predict", -1},
+      {Endpoint::Infill, {{"input_prefix", "a"}}, "n_indent", "n_indent", "n_indent"},
+      {Endpoint::Completion,
+       {{"prompt", "a"}},
+       "t_max_predict_ms",
+       "max_predict_ms",
+       "t_max_predict_ms"},
+  };
+  for (const char* k : {"temperature", "top_p"}) {
+    spellings.push_back({Endpoint::Completions, {{"prompt", "a"}}, k, k, k});
+    spellings.push_back({Endpoint::Infill, {{"input_prefix", "a"}}, k, k, k});
+  }
+  for (const auto& f : decode_fields()) {  // /v1/tasks: every numeric field of the table
+    if (f.type != DecodeType::Integer && f.type != DecodeType::Number) continue;
+    const std::string k(f.name);
+    if (k == "seed") continue;  // 2^64 - 1: nothing past it is an integer JSON keeps
+    spellings.push_back({Endpoint::Tasks, {{"prefix", "a"}}, "decode." + k, k, "decode." + k});
+  }
+  for (const Spelling& s : spellings) {
+    INFO(to_string(s.endpoint) << " " << s.key);
+    const auto& f = decode_field(s.name);
+    const bool integer = f.type == DecodeType::Integer;
+    const json past =
+        integer ? json(static_cast<int64_t>(f.max) + 1) : json(std::nextafter(f.max, f.max + 1.0));
+    const json at = integer ? json(static_cast<int64_t>(f.max)) : json(f.max);
+    const auto with = [&](const json& v) {  // "decode.k": inside the task's /decode
+      json body = s.base;
+      const std::size_t dot = s.key.find('.');
+      if (dot == std::string::npos) {
+        body[s.key] = v;
+      } else {
+        body[s.key.substr(0, dot)][s.key.substr(dot + 1)] = v;
+      }
+      return body;
+    };
+    const auto [field, message] = refusal(s.endpoint, with(past));
+    CHECK(field == s.field);
+    CHECK(message.find("`" + s.field + "`") != std::string::npos);
+    CHECK(message.find(range(s.name, s.lo)) != std::string::npos);
+    CHECK(message.find("(got " + past.dump() + ")") != std::string::npos);
+    if (s.name != "max_new_tokens" || s.endpoint == Endpoint::Tasks) {
+      CHECK(refusal(s.endpoint, with(at)).first == "<accepted>");
+    }
+  }
+  // llama.cpp's t_max_predict_ms reaches the task as max_predict_ms, at the table's maximum.
+  const auto r = parse_request(
+      Endpoint::Infill, json{{"input_prefix", "a"}, {"t_max_predict_ms", 3600000}}.dump(), {});
+  CHECK(r.task["decode"]["max_predict_ms"] == decode_field("max_predict_ms").max);
+  // seed's maximum is 2^64 - 1, kept unsigned.
+  const auto seeded =
+      parse_request(Endpoint::Completions, R"({"prompt": "a", "seed": 18446744073709551615})", {});
+  CHECK(seeded.task["decode"]["seed"].get<uint64_t>() == 18446744073709551615ULL);
 }

@@ -470,7 +470,7 @@ bool Server::resume(Call& c) {
   std::string body;
   const Dialect& d = dialect_for(c.endpoint);
   if (!rest.empty()) body += sse(d.chunk(c.info, rest));
-  body += sse(d.last(c.info));
+  body += sse(d.last({c.info, c.pr}));
   if (d.done_marker()) body += kSseDone;
   HttpResponse r;
   r.content_type = "text/event-stream";
@@ -609,15 +609,8 @@ void Server::await(Call& c) {
                 "");
   }
   if (status == "cancelled") return fail(c, 503, "the server is stopping", "");
-  json body;
-  if (c.endpoint == Endpoint::Tasks) {
-    body = snap.record;
-    if (!c.pr.client_id.empty()) body["id"] = c.pr.client_id;
-    body["task_id"] = c.task_id;
-  } else {
-    body = dialect_for(c.endpoint).result(info, c.pr);
-    remember(c.fingerprint, info);
-  }
+  const json body = dialect_for(c.endpoint).result({info, c.pr, &snap.record});
+  remember(c.fingerprint, info);
   metrics_.request_time(ms_since(c.t0) / 1000.0);
   c.access.status = 200;
   c.access.ms = ms_since(c.t0);
@@ -668,13 +661,13 @@ void Server::stream(const std::shared_ptr<Call>& c) {
 }
 
 std::string Server::pump(Call& c, const Exchange::Snapshot& snap) {
+  const Dialect& d = dialect_for(c.endpoint);
   std::string out;
-  // Stage events (/v1/tasks only).
-  if (c.endpoint == Endpoint::Tasks) {
-    for (std::size_t i = c.events; i < snap.events.size(); ++i) {
-      json ev = snap.events[i];
-      ev["event"] = "stage_" + ev["event"].get<std::string>();
-      out += sse(ev);
+  // Stage events (the dialects that show them).
+  for (std::size_t i = c.events; i < snap.events.size(); ++i) {
+    const json& ev = snap.events[i];
+    if (auto e = d.stage_event(ev["stage"].get<std::string>(), ev["event"].get<std::string>())) {
+      out += sse(*e);
     }
   }
   c.events = snap.events.size();
@@ -683,8 +676,7 @@ std::string Server::pump(Call& c, const Exchange::Snapshot& snap) {
     const std::size_t bytes = snap.retracted - c.retracted;
     c.retracted = snap.retracted;
     c.sent = std::min(c.sent, snap.text.size());
-    out += sse(c.endpoint == Endpoint::Tasks ? json{{"event", "retract"}, {"bytes", bytes}}
-                                             : json{{"vsynth", {{"retract", bytes}}}});
+    out += sse(d.retraction(bytes));
   }
   // New text.
   if (snap.text.size() > c.sent) {
@@ -696,7 +688,7 @@ std::string Server::pump(Call& c, const Exchange::Snapshot& snap) {
       metrics_.inter_token(std::chrono::duration<double>(t - c.last_piece).count());
     }
     c.last_piece = t;
-    out += sse(dialect_for(c.endpoint).chunk(c.info, delta));
+    out += sse(d.chunk(c.info, delta));
     c.sent = snap.text.size();
   }
   return out;
@@ -715,22 +707,17 @@ std::string Server::final_piece(Call& c, const Exchange::Snapshot& snap) {
   c.access.tokens = c.info.completion_tokens;
   c.access.finish = c.info.finish;
   c.access.ms = ms_since(c.t0);
+  const Dialect& d = dialect_for(c.endpoint);
   std::string out;
   if (failed) {
     json err = error_body(
         500, "the pipeline failed the request: " + snap.record.value("error", std::string()));
     err["vsynth"] = c.info.vsynth;
-    out += c.endpoint == Endpoint::Tasks ? sse({{"event", "error"}, {"error", err["error"]}})
-                                         : sse(err);
-  } else if (c.endpoint == Endpoint::Tasks) {
-    json r = snap.record;
-    if (!c.pr.client_id.empty()) r["id"] = c.pr.client_id;
-    r["task_id"] = c.task_id;
-    out += sse({{"event", "result"}, {"record", r}});
+    out += sse(d.error_event(err));
   } else {
-    out += sse(dialect_for(c.endpoint).last(c.info));
+    out += sse(d.last({c.info, c.pr, &snap.record}));
   }
-  if (dialect_for(c.endpoint).done_marker()) out += kSseDone;
+  if (d.done_marker()) out += kSseDone;
   return out;
 }
 

@@ -2,6 +2,14 @@
 
 namespace vsynth::serve {
 
+std::optional<nlohmann::json> Dialect::stage_event(std::string_view, std::string_view) const {
+  return std::nullopt;
+}
+
+nlohmann::json Dialect::retraction(std::size_t bytes) const {
+  return {{"vsynth", {{"retract", bytes}}}};
+}
+
 const Dialect& dialect_for(Endpoint e) {
   switch (e) {
     case Endpoint::Completions:

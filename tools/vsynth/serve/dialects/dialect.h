@@ -6,13 +6,23 @@
 // file here and a line in dialect_for(); the server's phases do not change.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 #include "tools/vsynth/serve/requests.h"
 #include "tools/vsynth/serve/responses.h"
 
 namespace vsynth::serve {
+
+// A finished request as a dialect renders it: its facts, the request, and the item's result
+// record (null for a result resumed from those the server holds: their records are not kept).
+struct Finished {
+  const ResultInfo& info;
+  const ParsedRequest& request;
+  const nlohmann::json* record = nullptr;
+};
 
 class Dialect {
  public:
@@ -23,10 +33,17 @@ class Dialect {
   virtual void parse(const nlohmann::json& body, const RequestLimits& limits,
                      ParsedRequest& r) const = 0;
   // The answer to a non-streamed request.
-  virtual nlohmann::json result(const ResultInfo& r, const ParsedRequest& req) const = 0;
+  virtual nlohmann::json result(const Finished& f) const = 0;
   // A streamed piece of text, and the stream's last piece (its finish known).
   virtual nlohmann::json chunk(const ResultInfo& r, std::string_view delta) const = 0;
-  virtual nlohmann::json last(const ResultInfo& r) const = 0;
+  virtual nlohmann::json last(const Finished& f) const = 0;
+  // A stream's event for a stage beginning or ending (`event`: begin | end); none by default.
+  virtual std::optional<nlohmann::json> stage_event(std::string_view stage,
+                                                    std::string_view event) const;
+  // A stream's event saying a hook's rollback made the last `bytes` bytes shown void.
+  virtual nlohmann::json retraction(std::size_t bytes) const;
+  // A stream's event for a failure found after its head went out (`error`: error_body()).
+  virtual nlohmann::json error_event(const nlohmann::json& error) const { return error; }
   // Whether a stream ends with `data: [DONE]` (OpenAI's marker; llama.cpp's streams have none).
   virtual bool done_marker() const { return true; }
 };

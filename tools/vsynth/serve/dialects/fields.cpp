@@ -3,10 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+
+#include "stages/facets/decode_fields.h"
 
 namespace vsynth::serve::fields {
 
 using nlohmann::json;
+using stages::facets::decode_field;
+using stages::facets::DecodeField;
+using stages::facets::DecodeType;
 
 void bad(const std::string& field, const std::string& message) {
   throw RequestError(400, field, fmt::format("`{}` {}", field, message));
@@ -89,13 +95,74 @@ std::optional<std::string> prompt_of(const json& body, const char* key) {
                          : fmt::format("must be a string (got {})", v->type_name()));
 }
 
-// The sampling fields every endpoint shares, into /decode. `budget_key` is max_tokens or
-// n_predict; n_predict -1 means "as many as allowed".
+namespace {
+
+// An Integer field's inclusive bounds as whole numbers: the table's doubles, its 2^64 - 1 (a
+// seed's maximum, which a double rounds up to 2^64) as the largest uint64.
+struct IntBounds {
+  int64_t lo = 0;
+  uint64_t hi = 0;
+};
+
+IntBounds int_bounds(const DecodeField& f) {
+  constexpr double kTwo64 = 18446744073709551616.0;
+  const uint64_t hi =
+      f.max >= kTwo64 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(f.max);
+  return {static_cast<int64_t>(f.min), hi};
+}
+
+bool int_in(const json& v, const IntBounds& b) {
+  if (v.is_number_unsigned())
+    return v.get<uint64_t>() <= b.hi &&
+           (b.lo <= 0 || v.get<uint64_t>() >= static_cast<uint64_t>(b.lo));
+  const int64_t i = v.get<int64_t>();
+  return i >= b.lo && (i < 0 || static_cast<uint64_t>(i) <= b.hi);
+}
+
+}  // namespace
+
+std::string decode_range(std::string_view name) {
+  const DecodeField& f = decode_field(name);
+  if (f.type != DecodeType::Integer) return fmt::format("[{}, {}]", f.min, f.max);
+  const IntBounds b = int_bounds(f);
+  return fmt::format("[{}, {}]", b.lo, b.hi);
+}
+
+std::optional<json> decode_value(const json& body, const char* key, std::string_view name,
+                                 std::string_view field) {
+  const DecodeField& f = decode_field(name);
+  const json* v = find(body, key);
+  if (!v) return std::nullopt;
+  const std::string shown(field.empty() ? std::string_view(key) : field);
+  if (f.type == DecodeType::Number) {
+    if (!v->is_number()) bad(shown, fmt::format("must be a number (got {})", v->type_name()));
+    const double d = v->get<double>();
+    if (!(d >= f.min && d <= f.max)) {
+      bad(shown, fmt::format("must be in {} (got {})", decode_range(name), v->dump()));
+    }
+    return *v;
+  }
+  if (f.type != DecodeType::Integer) {
+    throw std::logic_error(fmt::format("/decode field `{}` is not a number", name));
+  }
+  if (!v->is_number_integer()) {
+    bad(shown,
+        fmt::format("must be an integer (got {})", v->is_number() ? v->dump() : v->type_name()));
+  }
+  if (!int_in(*v, int_bounds(f))) {
+    bad(shown, fmt::format("must be in {} (got {})", decode_range(name), v->dump()));
+  }
+  return *v;
+}
+
+// The sampling fields every endpoint shares, into /decode, in the limits of the /decode table.
+// `budget_key` is max_tokens or n_predict; n_predict -1 means "as many as allowed".
 json decode_of(const json& body, const char* budget_key, const RequestLimits& limits,
                bool& warmup) {
   json d = json::object();
   const int64_t lo = std::string_view(budget_key) == "n_predict" ? -1 : 0;
-  if (auto n = int_of(body, budget_key, lo, int64_t{1} << 30)) {
+  const auto hi = static_cast<int64_t>(int_bounds(decode_field("max_new_tokens")).hi);
+  if (auto n = int_of(body, budget_key, lo, hi)) {
     if (*n == 0) {
       warmup = true;
     } else {
@@ -103,10 +170,11 @@ json decode_of(const json& body, const char* budget_key, const RequestLimits& li
       d["max_new_tokens"] = std::min<int64_t>(want, limits.max_tokens);
     }
   }
-  if (auto t = number_of(body, "temperature", 0.0, 5.0)) d["temperature"] = *t;
-  if (auto p = number_of(body, "top_p", 0.01, 1.0)) d["top_p"] = *p;
+  for (const char* k : {"temperature", "top_p"}) {
+    if (auto v = decode_value(body, k, k)) d[k] = *v;
+  }
   // Seeded always: a request's text is a function of the request, never of its task number.
-  d["seed"] = int_of(body, "seed", 0, std::numeric_limits<int64_t>::max()).value_or(0);
+  d["seed"] = decode_value(body, "seed", "seed").value_or(json(0));
   if (auto s = stop_of(body); !s.empty()) d["stop"] = s;
   if (warmup) d["warmup"] = true;
   return d;
@@ -137,8 +205,10 @@ json cursor_task(const std::string& prefix, const std::string& suffix,
 // llama.cpp's editor fields: n_indent (the cursor line's indentation, columns) and
 // t_max_predict_ms (a time budget for the generation), into /decode.
 void editor_decode(const json& body, json& decode) {
-  if (auto n = int_of(body, "n_indent", 0, 1 << 16)) decode["n_indent"] = *n;
-  if (auto t = int_of(body, "t_max_predict_ms", 0, int64_t{1} << 31)) decode["max_predict_ms"] = *t;
+  if (auto n = decode_value(body, "n_indent", "n_indent")) decode["n_indent"] = *n;
+  if (auto t = decode_value(body, "t_max_predict_ms", "max_predict_ms")) {
+    decode["max_predict_ms"] = *t;
+  }
 }
 
 // A list of chunks [{<name_key>, <text_key>}] into /files entries {path, source}.

@@ -102,14 +102,15 @@ class Llama : public Dialect {
     r.has_cursor = true;
   }
 
-  json result(const ResultInfo& r, const ParsedRequest& req) const override {
-    json body = llama_body(r, r.text, true);
-    return req.response_fields.empty() ? body : select_fields(body, req.response_fields);
+  json result(const Finished& f) const override {
+    json body = llama_body(f.info, f.info.text, true);
+    const auto& only = f.request.response_fields;
+    return only.empty() ? body : select_fields(body, only);
   }
   json chunk(const ResultInfo& r, std::string_view delta) const override {
     return llama_body(r, delta, false);
   }
-  json last(const ResultInfo& r) const override { return llama_body(r, "", true); }
+  json last(const Finished& f) const override { return llama_body(f.info, "", true); }
   bool done_marker() const override { return false; }
 
  private:

@@ -65,7 +65,8 @@ class OpenAi : public Dialect {
     r.task["decode"] = decode_of(body, "max_tokens", limits, r.warmup);
   }
 
-  json result(const ResultInfo& r, const ParsedRequest&) const override {
+  json result(const Finished& f) const override {
+    const ResultInfo& r = f.info;
     json choice{{"index", 0}, {"finish_reason", openai_finish(r.finish)}, {"logprobs", nullptr}};
     if (chat_) {
       choice["message"] = {{"role", "assistant"}, {"content", r.text}};
@@ -84,7 +85,8 @@ class OpenAi : public Dialect {
   json chunk(const ResultInfo& r, std::string_view delta) const override {
     return piece(r, delta, {});
   }
-  json last(const ResultInfo& r) const override {
+  json last(const Finished& f) const override {
+    const ResultInfo& r = f.info;
     return piece(r, "", r.finish.empty() ? std::string_view("stop") : std::string_view(r.finish));
   }
 

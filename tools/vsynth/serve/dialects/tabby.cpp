@@ -56,13 +56,11 @@ class Tabby : public Dialect {
     r.task["decode"] = decode_of(body, "max_tokens", limits, r.warmup);
     r.has_cursor = true;
   }
-  json result(const ResultInfo& r, const ParsedRequest& req) const override {
-    return openai_completions().result(r, req);
-  }
+  json result(const Finished& f) const override { return openai_completions().result(f); }
   json chunk(const ResultInfo& r, std::string_view delta) const override {
     return openai_completions().chunk(r, delta);
   }
-  json last(const ResultInfo& r) const override { return openai_completions().last(r); }
+  json last(const Finished& f) const override { return openai_completions().last(f); }
 };
 
 }  // namespace

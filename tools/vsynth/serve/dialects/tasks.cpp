@@ -1,11 +1,11 @@
 // vsynth's POST /v1/tasks: a task record (examples/tasks/*.jsonl), checked before it runs; the
-// answer is the result record (server.cpp writes it: it is the item's own), streamed as stage
-// events, text, retractions, then the record.
+// answer is the item's result record, streamed as stage events, text, retractions, then the
+// record.
 #include <fmt/format.h>
 
-#include <cstring>
-#include <limits>
+#include <algorithm>
 
+#include "stages/facets/decode_fields.h"
 #include "tools/vsynth/serve/dialects/dialect.h"
 #include "tools/vsynth/serve/dialects/fields.h"
 
@@ -14,7 +14,44 @@ namespace vsynth::serve {
 namespace {
 
 using nlohmann::json;
+using stages::facets::decode_fields;
+using stages::facets::DecodeField;
+using stages::facets::DecodeType;
 using namespace fields;
+
+// The task's /decode object, every field in the types and limits of the /decode table
+// (stages/facets/decode_fields.h); max_new_tokens is cut to the tenant's cap. Keys the table
+// does not hold are left to generate.llm, which names the valid ones.
+void check_decode(const json& d, const RequestLimits& limits, json& task) {
+  for (const DecodeField& f : decode_fields()) {
+    const std::string key(f.name);
+    const std::string where = "decode." + key;
+    switch (f.type) {
+      case DecodeType::Integer:
+      case DecodeType::Number:
+        (void)decode_value(d, key.c_str(), f.name, where);
+        break;
+      case DecodeType::Boolean:
+        if (const json* b = find(d, key.c_str()); b && !b->is_boolean()) {
+          bad(where, fmt::format("must be true or false (got {})", b->type_name()));
+        }
+        break;
+      case DecodeType::Strings:
+        if (const json* st = find(d, key.c_str())) {
+          if (!st->is_array()) bad(where, "must be an array of non-empty strings");
+          for (std::size_t i = 0; i < st->size(); ++i) {
+            if (!(*st)[i].is_string() || (*st)[i].get_ref<const std::string&>().empty()) {
+              bad(fmt::format("{}[{}]", where, i), "must be a non-empty string");
+            }
+          }
+        }
+        break;
+    }
+  }
+  if (const json* n = find(d, "max_new_tokens")) {
+    task["decode"]["max_new_tokens"] = std::min<int64_t>(n->get<int64_t>(), limits.max_tokens);
+  }
+}
 
 // /v1/tasks: the fields a task record's stages read, by type, so that a malformed record is a
 // 400 naming the field rather than a stage failure.
@@ -38,42 +75,7 @@ void check_task(const json& body, const RequestLimits& limits, json& task) {
                        "the task has none of `prefix`, `prompt`, `instruction` or `source`: "
                        "nothing to generate from (examples/tasks/*.jsonl show the shapes)");
   }
-  if (!d) return;
-  if (!d->is_object()) bad("decode", fmt::format("must be an object (got {})", d->type_name()));
-  const auto in = [&](const char* k) { return "decode." + std::string(k); };
-  const auto check_int = [&](const char* k, int64_t lo, int64_t hi) -> std::optional<int64_t> {
-    try {
-      return int_of(*d, k, lo, hi);
-    } catch (const RequestError& e) {
-      throw RequestError(400, in(k), fmt::format("`{}`{}", in(k), e.what() + std::strlen(k) + 2));
-    }
-  };
-  const auto check_num = [&](const char* k, double lo, double hi) {
-    try {
-      (void)number_of(*d, k, lo, hi);
-    } catch (const RequestError& e) {
-      throw RequestError(400, in(k), fmt::format("`{}`{}", in(k), e.what() + std::strlen(k) + 2));
-    }
-  };
-  if (auto n = check_int("max_new_tokens", 1, 32768)) {
-    task["decode"]["max_new_tokens"] = std::min<int64_t>(*n, limits.max_tokens);
-  }
-  check_num("temperature", 0.0, 5.0);
-  check_num("top_p", 0.01, 1.0);
-  (void)check_int("seed", 0, std::numeric_limits<int64_t>::max());
-  (void)check_int("n_indent", 0, 1 << 16);
-  (void)check_int("max_predict_ms", 0, int64_t{1} << 31);
-  if (const json* w = find(*d, "warmup"); w && !w->is_boolean()) {
-    bad(in("warmup"), "must be true or false");
-  }
-  if (const json* st = find(*d, "stop")) {
-    if (!st->is_array()) bad(in("stop"), "must be an array of non-empty strings");
-    for (std::size_t i = 0; i < st->size(); ++i) {
-      if (!(*st)[i].is_string() || (*st)[i].get_ref<const std::string&>().empty()) {
-        bad(fmt::format("decode.stop[{}]", i), "must be a non-empty string");
-      }
-    }
-  }
+  if (d) check_decode(*d, limits, task);
 }
 
 class Tasks : public Dialect {
@@ -92,14 +94,31 @@ class Tasks : public Dialect {
     check_task(body, limits, r.task);
     r.has_cursor = find(body, "path") != nullptr || find(body, "source") != nullptr;
   }
-  // The record itself is the answer (server.cpp); these are the text events of a stream.
-  json result(const ResultInfo& r, const ParsedRequest&) const override {
-    return {{"text", r.text}, {"vsynth", r.vsynth}};
+  // The item's result record is the answer: its `id` the client's, `task_id` the server's.
+  json result(const Finished& f) const override {
+    if (!f.record) return {{"text", f.info.text}, {"vsynth", f.info.vsynth}};
+    json r = *f.record;
+    r["task_id"] = f.info.vsynth.value("task_id", std::string());
+    if (!f.request.client_id.empty()) r["id"] = f.request.client_id;
+    return r;
   }
+  // A stream: stage events, text, retractions, then the record (resumed: an end event).
   json chunk(const ResultInfo&, std::string_view delta) const override {
     return {{"event", "text"}, {"text", delta}};
   }
-  json last(const ResultInfo& r) const override { return {{"event", "end"}, {"vsynth", r.vsynth}}; }
+  json last(const Finished& f) const override {
+    if (!f.record) return {{"event", "end"}, {"vsynth", f.info.vsynth}};
+    return {{"event", "result"}, {"record", result(f)}};
+  }
+  std::optional<json> stage_event(std::string_view stage, std::string_view event) const override {
+    return json{{"event", "stage_" + std::string(event)}, {"stage", stage}};
+  }
+  json retraction(std::size_t bytes) const override {
+    return {{"event", "retract"}, {"bytes", bytes}};
+  }
+  json error_event(const json& error) const override {
+    return {{"event", "error"}, {"error", error["error"]}};
+  }
 };
 
 }  // namespace

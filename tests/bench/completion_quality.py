@@ -365,7 +365,7 @@ class Server:
         # Keep reading its stderr (errors): a full pipe would block the server.
         threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
 
-    def infill(self, model, body, timeout=120):
+    def infill(self, model, body, timeout=900):
         data = json.dumps(dict(body, model=model)).encode()
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/infill", data=data,
                                      headers={"Content-Type": "application/json"})
@@ -494,6 +494,8 @@ def main():
     ap.add_argument("--window-pool-mb", type=int, default=64,
                     help="kv_pool_mb of the window pipeline's model (0: none)")
     ap.add_argument("--limit", type=int, default=0, help="stop after this many positions (0: all)")
+    ap.add_argument("--start", type=int, default=0,
+                    help="skip the first this many positions of the order (resume into --records)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--progress", type=int, default=25, help="print progress every this many requests")
     ap.add_argument("--bootstrap", type=int, default=1000)
@@ -554,6 +556,7 @@ def main():
     random.Random(args.seed).shuffle(keys)
     if args.limit:
         keys = keys[:args.limit]
+    keys = keys[args.start:]  # resume a run that stopped after --start positions
     order = {k: i for i, k in enumerate(keys)}
     requests = sorted((r for r in requests if (r["repo"], r["path"], r["line"]) in order),
                       key=lambda r: (order[(r["repo"], r["path"], r["line"])], r["typed"]))
@@ -564,7 +567,7 @@ def main():
     # Phase 2: every configuration over every request, in order; each record is appended to
     # --records as it comes (a run cut short keeps what it measured; --summarize reads them).
     records = []
-    stream = open(args.records, "w") if args.records else None
+    stream = open(args.records, "a" if args.start else "w") if args.records else None
     with tempfile.TemporaryDirectory() as tmp:
         window = os.path.join(tmp, "window.yaml")
         pool = f", kv_pool_mb: {args.window_pool_mb}" if args.window_pool_mb else ""

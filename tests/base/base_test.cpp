@@ -69,7 +69,7 @@ TEST_CASE("fmix64_half after the short-offset FNV is the vocabulary's hash", "[b
         0x05fa9d4d41792cccULL);
 }
 
-TEST_CASE("percentile by nearest rank; round1", "[base][stats]") {
+TEST_CASE("percentile by nearest rank, and round1", "[base][stats]") {
   CHECK(base::percentile({}, 50) == 0);
   CHECK(base::percentile({3, 1, 2, 4}, 50) == 2);
   CHECK(base::percentile({3, 1, 2, 4}, 99) == 4);

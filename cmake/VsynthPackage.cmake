@@ -69,7 +69,7 @@ file(GLOB facet_headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS
 set(VSYNTH_PUBLIC_HEADERS
   ${graph_headers} ${facet_headers}
   base/mix.h
-  kernels/engine.h kernels/engine_error.h kernels/kv/kv_type.h kernels/model/config.h
+  kernels/engine.h kernels/engine_error.h kernels/kv_type.h kernels/model/config.h
   kernels/sampler/mask_hook.h kernels/sampler/rng.h kernels/sampler/sampler.h
   kernels/sampler/sampler_math.h kernels/sched/scheduler.h
   kernels/tokenizer/tokenizer.h kernels/tokenizer/vocab.h

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "kernels/engine_error.h"
-#include "kernels/kv/kv_type.h"
+#include "kernels/kv_type.h"
 
 namespace vsynth::kernels {
 

@@ -1,6 +1,6 @@
 // Decoder model configuration read from GGUF metadata: the hyper-parameters and per-architecture
 // switches the forward pass needs (gemma3, llama, qwen2). (EngineError and KvType, which it
-// includes, have their own headers: kernels/engine_error.h, kernels/kv/kv_type.h.)
+// includes, have their own headers: kernels/engine_error.h, kernels/kv_type.h.)
 //
 // Keys read ("<arch>." prefix): context_length, embedding_length, block_count,
 // feed_forward_length, attention.head_count, attention.head_count_kv (default head_count),
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kernels/engine_error.h"
-#include "kernels/kv/kv_type.h"
+#include "kernels/kv_type.h"
 
 namespace vsynth::kernels {
 

@@ -1,4 +1,6 @@
-// KvType: the element type of the KV cache (kernels/kv/kv_cache.h), chosen per model load.
+// KvType: the element type of the KV cache (kernels/kv/kv_cache.h), chosen per model load. At
+// the kernels root, beside dtype.h: the model's config (model/) and the cache (kv/) both name
+// it, and model/ includes nothing from kv/ (tests/kernels/engine_layers_test.cpp).
 #pragma once
 
 namespace vsynth::kernels {
